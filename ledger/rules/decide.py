@@ -1,0 +1,193 @@
+"""Validate one action against the rules and turn it into events (RULES §4, §6)."""
+
+from __future__ import annotations
+
+from ledger import events as ev
+from ledger.rules.actions import Action, Decide, Discard, Play
+from ledger.rules.hand import Hand, consequences, evolve, violation
+from ledger.rules.tiles import NAMES, SUIT_NAMES, Tile, follows, is_trump, suits_of
+
+
+def decide(h: Hand, action: Action) -> list[ev.Event]:
+    """Every event the action causes, including what follows by rule; raises RuleViolation."""
+    if h.phase == "complete":
+        raise violation("hand_complete", "7", f"hand {h.number} is over: no more actions")
+    if h.mode == "results":
+        raise violation("wrong_mode", "10", "this table records results only: send each "
+                        "hand's result to /hands instead of actions")
+    if h.phase == "dealing":
+        raise violation("wrong_phase", "3", "the hand has not been dealt yet")
+    if isinstance(action, Decide):
+        primary = _decide(h, action)
+    elif isinstance(action, Discard):
+        primary = _discard(h, action)
+    else:
+        primary = _play(h, action)
+    state = h
+    for e in primary:
+        state = evolve(state, e)
+    return primary + consequences(state)
+
+
+def _check_turn(h: Hand, seat: int, phase: str, verb: str) -> None:
+    if not 0 <= seat < h.players:
+        raise violation("invalid_seat", "2", f"there is no seat {seat} at this table")
+    if h.phase != phase:
+        wanted = {"deciding": "decide", "discarding": "discard", "playing": "play a tile"}
+        who = f"seat {h.turn} must {wanted[h.phase]}" if h.turn is not None else "nobody acts"
+        rule = {"deciding": "4", "discarding": "4", "playing": "6"}[h.phase]
+        raise violation("wrong_phase", rule, f"you cannot {verb} now: {who}")
+    if h.turn != seat:
+        raise violation("not_your_turn", "4" if phase != "playing" else "6",
+                        f"it is seat {h.turn}'s turn, not seat {seat}'s")
+
+
+def may_play_for_pool(h: Hand, seat: int) -> bool:
+    """§4 Playing for the pool: 4-player pool game, one other still in, and he took the miss."""
+    if seat != h.dealer or h.opts.scoring != "pool" or h.players != 4:
+        return False
+    others_in = [s for s in range(h.players) if s != seat and h.decisions[s] != "drop"]
+    return len(others_in) == 1 and h.decisions[others_in[0]] == "miss"
+
+
+def _decide(h: Hand, a: Decide) -> list[ev.Event]:
+    _check_turn(h, a.seat, "deciding", "decide")
+    if a.choice not in ("play", "miss", "drop"):
+        raise violation("invalid_choice", "4", "choose play, miss or drop")
+    if a.choice == "drop" and not h.opts.drop_allowed:
+        raise violation("drop_not_allowed", "4",
+                        "dropping is allowed only with 3 or 4 players in Loo: play or miss")
+    if a.choice == "miss" and h.misses >= h.opts.max_misses:
+        raise violation("miss_unavailable", "4", "no miss is left in this hand: play"
+                        + (" or drop" if h.opts.drop_allowed else ""))
+    if a.for_pool and (a.choice != "play" or not may_play_for_pool(h, a.seat)):
+        raise violation("for_pool_not_allowed", "4", "only the dealer of a 4-player pool game, "
+                        "when the one other player still in took the miss, may play for the pool")
+    if a.take_turn_up or a.discard:
+        _check_turn_up(h, a)
+    if a.drawn is not None and (a.choice != "miss" or h.ordered):
+        raise violation("drawn_not_allowed", "4", "name drawn tiles only for a miss on a "
+                        "recorded table; on shuffled tables the service draws")
+    out: list[ev.Event] = [ev.PlayerDecided(seat=a.seat, choice=a.choice,
+                                            take_turn_up=a.take_turn_up, for_pool=a.for_pool)]
+    if a.take_turn_up:
+        assert h.turn_up is not None
+        out += [ev.TurnUpTaken(seat=a.seat, tile=h.turn_up),
+                ev.TilesDiscarded(seat=a.seat, tiles=a.discard)]
+    if a.choice == "miss":
+        out.append(ev.MissDrawn(seat=a.seat, tiles=_drawn(h, a), put_out=h.hands[a.seat]))
+    return out
+
+
+def _check_turn_up(h: Hand, a: Decide) -> None:
+    if a.seat != h.dealer:
+        raise violation("turn_up_not_allowed", "4", "only the dealer may take the turn-up")
+    if a.choice != "play" or not a.take_turn_up:
+        raise violation("turn_up_not_allowed", "4", "the dealer may take the turn-up only "
+                        "when he plays his original hand, never after the miss")
+    if len(a.discard) != 1:
+        raise violation("invalid_discard", "4", "taking the turn-up, discard exactly one tile")
+    (t,) = a.discard
+    if t not in h.hands[a.seat]:
+        raise violation("tile_not_in_hand", "4", f"you do not hold {NAMES[t]}: "
+                        "discard one of your own five tiles")
+
+
+def _drawn(h: Hand, a: Decide) -> tuple[Tile, ...]:
+    n = h.opts.miss_draw
+    if h.ordered:
+        return h.boneyard[:n]  # §3.4: misses are drawn from the boneyard in shuffled order
+    if a.drawn is None:
+        if len(h.boneyard) == n:
+            return h.boneyard
+        raise violation("drawn_required", "4", f"on a recorded table name the {n} tiles "
+                        "drawn on the miss in \"drawn\"")
+    drawn = a.drawn
+    if len(drawn) != n or len(set(drawn)) != n:
+        raise violation("invalid_drawn", "4", f"a miss draws exactly {n} different tiles")
+    unseen = set(h.boneyard)
+    bad = [NAMES[t] for t in drawn if t not in unseen]
+    if bad:
+        raise violation("invalid_drawn", "4", f"{', '.join(bad)} cannot be drawn: not in the "
+                        "boneyard (dealt, turned up or already drawn)")
+    return drawn
+
+
+def _discard(h: Hand, a: Discard) -> list[ev.Event]:
+    _check_turn(h, a.seat, "discarding", "discard")
+    need = h.opts.miss_discard
+    if len(a.tiles) != need or len(set(a.tiles)) != need:
+        raise violation("invalid_discard", "4", f"discard exactly {need} different tile"
+                        + ("s" if need > 1 else "") + " to keep five")
+    for t in a.tiles:
+        if t not in h.hands[a.seat]:
+            raise violation("tile_not_in_hand", "4", f"you do not hold {NAMES[t]}")
+    return [ev.TilesDiscarded(seat=a.seat, tiles=a.tiles)]
+
+
+def _play(h: Hand, a: Play) -> list[ev.Event]:
+    _check_turn(h, a.seat, "playing", "play")
+    hand = h.hands[a.seat]
+    if a.tile not in hand:
+        raise violation("tile_not_in_hand", "6", f"you do not hold {NAMES[a.tile]}")
+    trick_no = len(h.tricks) + 1
+    if h.current is None:
+        suit = lead_suit(h, a)
+        check_lead(h, a.seat, a.tile)
+        return [ev.TilePlayed(seat=a.seat, tile=a.tile, trick=trick_no, suit=suit)]
+    check_follow(h, a.seat, a.tile)
+    return [ev.TilePlayed(seat=a.seat, tile=a.tile, trick=trick_no)]
+
+
+def lead_suit(h: Hand, a: Play) -> int:
+    """§6 Leading: trumps lead trumps, doubles their own suit, other tiles a declared end."""
+    assert h.trump is not None
+    options = suits_of(a.tile, h.trump)
+    if a.suit is None:
+        if len(options) == 1:
+            return options[0]
+        hi, lo = options
+        raise violation("suit_required", "6", f"say which suit {NAMES[a.tile]} leads: "
+                        f"\"suit\": {hi} ({SUIT_NAMES[hi]}) or {lo} ({SUIT_NAMES[lo]})")
+    if a.suit not in options:
+        if is_trump(a.tile, h.trump):
+            why = f"{NAMES[a.tile]} is a trump and can only be led as trumps ({h.trump})"
+        elif len(options) == 1:
+            why = f"a double leads its own suit only: {NAMES[a.tile]} leads {options[0]}"
+        else:
+            why = f"{NAMES[a.tile]} leads {options[0]} or {options[1]}, not {a.suit}"
+        raise violation("invalid_suit", "6", why)
+    return a.suit
+
+
+def check_lead(h: Hand, seat: int, t: Tile) -> None:
+    """§6.1 and §6.2: when the leader must lead a trump."""
+    assert h.trump is not None
+    if is_trump(t, h.trump):
+        return
+    held = h.trumps_held(seat)
+    trumps = SUIT_NAMES[h.trump]
+    if held >= h.opts.lead_trump_threshold:
+        raise violation("must_lead_trump", "6.1", f"you hold {held} trumps ({trumps}): "
+                        f"with {h.opts.lead_trump_threshold} or more you must lead a trump")
+    if held and h.tricks and h.tricks[-1].winner == seat:
+        raise violation("must_lead_trump", "6.2", f"you won the last trick and hold a trump "
+                        f"({trumps}): you must lead it")
+
+
+def check_follow(h: Hand, seat: int, t: Tile) -> None:
+    """§6.3 follow suit if able; §6.4 (Loo only) trump if void; otherwise anything."""
+    assert h.trump is not None and h.current is not None
+    led, trump = h.current.suit, h.trump
+    if follows(t, led, trump):
+        return
+    able = [x for x in h.hands[seat] if follows(x, led, trump)]
+    if able:
+        raise violation("must_follow_suit", "6.3", f"you hold {NAMES[able[0]]}: you must "
+                        f"follow {SUIT_NAMES[led]}")
+    if h.opts.is_rounce or is_trump(t, trump):
+        return
+    trumps = [x for x in h.hands[seat] if is_trump(x, trump)]
+    if trumps:
+        raise violation("must_trump", "6.4", f"you cannot follow {SUIT_NAMES[led]} but hold "
+                        f"{NAMES[trumps[0]]}: you must play a trump")

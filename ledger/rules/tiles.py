@@ -1,0 +1,107 @@
+"""Tiles, suits, trumps and ranking (RULES §1, §5).
+
+A tile is an int 0..27, its index in the canonical order of API.md "Fair deal"
+(0-0, 0-1, ..., 0-6, 1-1, ..., 6-6); lookup tables keep the hot paths cheap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ledger.errors import Invalid
+
+Tile = int
+
+CANONICAL: tuple[tuple[int, int], ...] = tuple((a, b) for a in range(7) for b in range(a, 7))
+TILES: tuple[Tile, ...] = tuple(range(len(CANONICAL)))
+HI: tuple[int, ...] = tuple(b for _a, b in CANONICAL)
+LO: tuple[int, ...] = tuple(a for a, _b in CANONICAL)
+NAMES: tuple[str, ...] = tuple(f"{b}-{a}" for a, b in CANONICAL)
+DOUBLE: tuple[bool, ...] = tuple(a == b for a, b in CANONICAL)
+_BY_PAIR = {pair: i for i, pair in enumerate(CANONICAL)}
+_PARSE = {f"{a}-{b}": i for i, (a, b) in enumerate(CANONICAL)} | {
+    f"{b}-{a}": i for i, (a, b) in enumerate(CANONICAL)
+}
+SUIT_NAMES = ("blanks", "ones", "twos", "threes", "fours", "fives", "sixes")
+
+# TRUMPS[trump] = tiles bearing that suit; SUITED[suit][trump] = tiles that count as `suit`.
+BEARS: tuple[frozenset[Tile], ...] = tuple(
+    frozenset(t for t in TILES if s in (HI[t], LO[t])) for s in range(7)
+)
+
+
+def tile(a: int, b: int) -> Tile:
+    """The tile with ends a and b, in either order."""
+    return _BY_PAIR[(min(a, b), max(a, b))]
+
+
+def parse_tile(text: object) -> Tile:
+    """Parse "6-3" or "3-6"; raise Invalid for anything else."""
+    if isinstance(text, str):
+        found = _PARSE.get(text.strip())
+        if found is not None:
+            return found
+    raise Invalid("invalid_tile", f"{text!r} is not a tile: write two ends 0..6 as \"6-3\"")
+
+
+def name(t: Tile) -> str:
+    """The tile written high end first."""
+    return NAMES[t]
+
+
+def names(tiles: Iterable[Tile]) -> list[str]:
+    """Tiles written high end first, highest tile first."""
+    return [NAMES[t] for t in sort_tiles(tiles)]
+
+
+def sort_tiles(tiles: Iterable[Tile]) -> list[Tile]:
+    """Highest first: by the higher end, then the lower end."""
+    return sorted(tiles, key=lambda t: (HI[t], LO[t]), reverse=True)
+
+
+def is_trump(t: Tile, trump: int) -> bool:
+    """§5: every tile bearing the trump suit is a trump, and only a trump."""
+    return HI[t] == trump or LO[t] == trump
+
+
+def suits_of(t: Tile, trump: int) -> tuple[int, ...]:
+    """The suits a tile may be led as (§6 Leading): trumps as trumps, doubles as their own suit."""
+    if is_trump(t, trump):
+        return (trump,)
+    if DOUBLE[t]:
+        return (HI[t],)
+    return (HI[t], LO[t])
+
+
+def follows(t: Tile, led: int, trump: int) -> bool:
+    """§6.3: a tile follows the led suit if it bears it and is not a trump (or trumps were led)."""
+    if led == trump:
+        return is_trump(t, trump)
+    return (HI[t] == led or LO[t] == led) and not is_trump(t, trump)
+
+
+def rank(t: Tile, suit: int) -> int:
+    """§5: within a suit the double is on top (7), then by the other end (0..6)."""
+    if DOUBLE[t]:
+        return 7
+    return HI[t] + LO[t] - suit
+
+
+def trick_winner(plays: Iterable[tuple[int, Tile]], led: int, trump: int) -> int:
+    """§6 Winning a trick: the highest trump, else the highest tile of the led suit."""
+    best_seat, best_key = -1, (-1, -1)
+    for seat, t in plays:
+        if is_trump(t, trump):
+            key = (2, rank(t, trump))
+        elif follows(t, led, trump):
+            key = (1, rank(t, led))
+        else:
+            continue  # neither follows nor trumps: can never win
+        if key > best_key:
+            best_seat, best_key = seat, key
+    return best_seat
+
+
+def trump_of(turn_up: Tile) -> int:
+    """§3.3: the trump suit is the turn-up's higher end."""
+    return HI[turn_up]

@@ -1,0 +1,65 @@
+"""Shared fixtures: one fresh PostgreSQL database and one Redis db per test session."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+PG_ADMIN_URL = os.environ.get("LOO_TEST_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/test")
+REDIS_BASE_URL = os.environ.get("LOO_TEST_REDIS_URL", "redis://127.0.0.1:6379")
+IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+def _unavailable(what: str, err: Exception) -> None:
+    """In CI a missing server fails the run; on a laptop the test is skipped."""
+    msg = f"{what} unavailable: {err}"
+    if IN_CI:
+        pytest.fail(msg, pytrace=False)
+    pytest.skip(msg)
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    """A PostgreSQL database created for this test session and dropped after it."""
+    try:
+        import psycopg
+
+        admin = psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5)
+    except Exception as err:  # noqa: BLE001 - any connection failure means "no server"
+        _unavailable("PostgreSQL", err)
+    name = f"loo_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    admin.execute(f'CREATE DATABASE "{name}"')
+    base = PG_ADMIN_URL.rsplit("/", 1)[0]
+    try:
+        yield f"{base}/{name}"
+    finally:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.close()
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    """A Redis db number of its own for this session (flushed before and after)."""
+    try:
+        import redis
+
+        probe = redis.Redis.from_url(REDIS_BASE_URL + "/0", socket_connect_timeout=3)
+        probe.ping()
+    except Exception as err:  # noqa: BLE001
+        _unavailable("Redis", err)
+    # Claim a free db number atomically so parallel runs never share one.
+    for db in range(1, 16):
+        claim = redis.Redis.from_url(f"{REDIS_BASE_URL}/{db}")
+        if claim.set("loo:test-claim", str(os.getpid()), nx=True, ex=3600):
+            url = f"{REDIS_BASE_URL}/{db}"
+            claim.flushdb()
+            claim.set("loo:test-claim", str(os.getpid()), ex=3600)
+            try:
+                yield url
+            finally:
+                claim.flushdb()
+            return
+    pytest.fail("no free Redis db number (1..15) for this test session")
