@@ -1,0 +1,58 @@
+"""Bearer tokens: an admin token and one per seat, kept only as SHA-256 hashes (API.md Auth)."""
+
+from __future__ import annotations
+
+import hmac
+
+from flask import current_app, request
+
+from ledger.errors import Forbidden, Unauthorized
+from ledger.projector import Projection
+from ledger.service import Ledger, token_hash
+from ledger.views import Viewer
+
+
+def ledger() -> Ledger:
+    return current_app.extensions["loo_ledger"]
+
+
+def viewer_for(p: Projection) -> Viewer:
+    """Who is calling: 401 without a token of this table."""
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthorized("missing_token", "send Authorization: Bearer <token> "
+                           "(the admin or a seat token of this table)")
+    digest = token_hash(token.strip())
+    tokens = p.table.tokens or {}
+    # Constant-time comparisons against every token, so timing reveals nothing.
+    admin = hmac.compare_digest(digest, tokens.get("admin", ""))
+    seat = None
+    for i, h in enumerate(tokens.get("seats", [])):
+        if hmac.compare_digest(digest, h):
+            seat = i
+    if admin:
+        return Viewer(admin=True)
+    if seat is not None:
+        return Viewer(admin=False, seat=seat)
+    raise Unauthorized("invalid_token", "this token does not open this table")
+
+
+def require_admin(v: Viewer) -> None:
+    if not v.admin:
+        raise Forbidden("admin_only", "only the table's admin token may do this")
+
+
+def acting_seat(v: Viewer, requested: int | None) -> int:
+    """Seat tokens act for their own seat; the admin names one with "seat"."""
+    if v.admin:
+        if requested is None:
+            from ledger.errors import Invalid
+
+            raise Invalid("seat_required", 'acting with the admin token, say for which seat: '
+                          '"seat": n', field="seat")
+        return requested
+    if requested is not None and requested != v.seat:
+        raise Forbidden("not_your_seat", f"this token acts only for seat {v.seat}")
+    assert v.seat is not None
+    return v.seat

@@ -1,0 +1,40 @@
+"""Idempotency-Key: a repeated write returns the first answer and appends nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from flask import request
+
+from ledger.errors import BadRequest, Conflict
+from ledger.store.base import IdempotentResult
+from ledger.views import Viewer
+
+
+def key() -> str | None:
+    raw = request.headers.get("Idempotency-Key")
+    if raw is None:
+        return None
+    raw = raw.strip()
+    if not 1 <= len(raw) <= 200:
+        raise BadRequest("invalid_idempotency_key", "Idempotency-Key must be 1 to 200 characters")
+    return raw
+
+
+def fingerprint(viewer: Viewer | None, body: Any) -> str:
+    """Same caller, same route, same body -> same fingerprint."""
+    who = "anon" if viewer is None else ("admin" if viewer.admin else f"seat:{viewer.seat}")
+    blob = json.dumps([request.method, request.path, who, body], sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def check(found: IdempotentResult | None, request_hash: str) -> IdempotentResult | None:
+    """The earlier result for a repeated key, or a 409 when the key came with another body."""
+    if found is None:
+        return None
+    if found.request_hash != request_hash:
+        raise Conflict("idempotency_conflict", "this Idempotency-Key was already used with "
+                       "another request")
+    return found

@@ -1,0 +1,98 @@
+"""Hands and actions (API.md "Hands", "Actions")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask.views import MethodView
+from flask_smorest import Blueprint
+
+from ledger import commands as c
+from ledger.api.writes import write, write_response
+from ledger.errors import Invalid
+from ledger.projector import Projection
+from ledger.rules.actions import Action, Decide, Discard, Play
+from ledger.views import Viewer
+from schemas.requests import ActionIn, StartHandIn
+from schemas.responses import ActionOut
+
+blp = Blueprint("play", __name__, url_prefix="/v1/tables",
+                description="Start hands and act: decide, discard, play.")
+
+FIELDS = {
+    "decide": {"choice", "take_turn_up", "discard", "for_pool", "drawn"},
+    "discard": {"tiles"},
+    "play": {"tile", "suit"},
+}
+COMMON = {"type", "seat", "expected_version"}
+
+
+def to_action(body: dict[str, Any], seat: int) -> Action:
+    """The action a request body names; fields of another action type are refused."""
+    kind = body["type"]
+    given = {k for k, v in body.items() if v not in (None, False, [])} - COMMON
+    stray = sorted(given - FIELDS[kind])
+    if stray:
+        raise Invalid("invalid_action", f"{', '.join(stray)} do not belong to a {kind} action",
+                      field=stray[0])
+    if kind == "decide":
+        if "choice" not in body:
+            raise Invalid("invalid_action", 'a decision needs "choice": play, miss or drop',
+                          field="choice")
+        drawn = body.get("drawn")
+        return Decide(seat, body["choice"], body["take_turn_up"], tuple(body["discard"]),
+                      body["for_pool"], tuple(drawn) if drawn is not None else None)
+    if kind == "discard":
+        if "tiles" not in body:
+            raise Invalid("invalid_action", 'a discard needs "tiles"', field="tiles")
+        return Discard(seat, tuple(body["tiles"]))
+    if "tile" not in body:
+        raise Invalid("invalid_action", 'a play needs "tile"', field="tile")
+    return Play(seat, body["tile"], body.get("suit"))
+
+
+def _start(body: dict[str, Any], p: Projection) -> c.StartHand:
+    hands = body.get("hands")
+    parsed = None
+    if hands is not None:
+        n = p.table.players
+        if sorted(hands) != [str(s) for s in range(n)]:
+            raise Invalid("invalid_deal", f"hands must name every seat 0..{n - 1}",
+                          field="hands", rule="3.2")
+        parsed = tuple(tuple(hands[str(s)]) for s in range(n))
+    return c.StartHand(hands=parsed, turn_up=body.get("turn_up"), result=body.get("result"))
+
+
+@blp.route("/<table_id>/hands")
+class Hands(MethodView):
+    @blp.arguments(StartHandIn)
+    @blp.response(200, ActionOut)
+    def post(self, body: dict[str, Any], table_id: str) -> Any:
+        """Start the next hand (admin): empty body, the recorded deal, or the result."""
+        viewer, first = write(table_id, body, lambda v, p: _start(body, p), admin_only=True)
+        return write_response(table_id, viewer, first)
+
+
+@blp.route("/<table_id>/actions")
+class Actions(MethodView):
+    @blp.arguments(ActionIn)
+    @blp.response(200, ActionOut)
+    def post(self, body: dict[str, Any], table_id: str) -> Any:
+        """Act for your seat (admin: for "seat": n); illegal moves get 422 with the rule."""
+        from ledger.api.auth import acting_seat
+
+        seat_box: list[int] = []
+
+        def make(v: Viewer, p: Projection) -> c.Command:
+            seat = acting_seat(v, body.get("seat"))
+            if seat >= p.table.players:
+                raise Invalid("invalid_seat", f"there is no seat {seat} at this table",
+                              field="seat")
+            seat_box.append(seat)
+            return c.Act(to_action(body, seat))
+
+        viewer, first = write(table_id, body, make)
+        out = write_response(table_id, viewer, first)
+        if viewer.admin:
+            out["seat"] = seat_box[0] if seat_box else body.get("seat")
+        return out

@@ -1,0 +1,113 @@
+"""Reading the record: hands, replay, events, ledger, audit (API.md "Hands", "Audit")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask.views import MethodView
+from flask_smorest import Blueprint
+
+from ledger.api.auth import ledger, require_admin, viewer_for
+from ledger.audit import audit
+from ledger.errors import Forbidden, NotFound
+from ledger.projector import chip_ledger, project, score_sheet
+from ledger.views import Viewer, hand_view, live_hand, redact
+from schemas.requests import EventsQuery, ReplayQuery
+from schemas.responses import AuditOut, EventsOut, HandRecordOut, LedgerOut, ReplayOut
+
+blp = Blueprint("records", __name__, url_prefix="/v1/tables",
+                description="The record: hands, step-by-step replay, events, ledger, audit.")
+
+
+def _hand_bounds(table_id: str, number: int) -> tuple[Any, list[Any], list[Any]]:
+    """(projection, events before hand n, events of hand n); 404 for a hand not played."""
+    led = ledger()
+    p = led.load(table_id)
+    if p.table.hand is None or not 1 <= number <= p.table.hand.number:
+        raise NotFound("hand_not_found", f"hand {number} has not been played at this table")
+    stored = led.store.load(table_id)
+    first = p.hand_starts[number - 1]
+    before = [s for s in stored if s.version < first]
+    mine = [s for s in stored if s.version >= first and s.hand == number]
+    return p, before, mine
+
+
+@blp.route("/<table_id>/hands/<int:number>")
+class HandRecord(MethodView):
+    @blp.response(200, HandRecordOut)
+    def get(self, table_id: str, number: int) -> Any:
+        """That hand's record: every tile once complete, redacted for seats while live."""
+        p, before, mine = _hand_bounds(table_id, number)
+        viewer = viewer_for(p)
+        state = project(before + mine).table
+        live = live_hand(p.table)
+        return {"number": number, "complete": state.hand is not None and not state.live,
+                "settled": state.settled,
+                "hand": hand_view(state, viewer),
+                "events": [redact(s, viewer, live) for s in mine]}
+
+
+@blp.route("/<table_id>/hands/<int:number>/replay")
+class Replay(MethodView):
+    @blp.arguments(ReplayQuery, location="query")
+    @blp.response(200, ReplayOut)
+    def get(self, query: dict[str, Any], table_id: str, number: int) -> Any:
+        """Full-information state after the first `step` events of hand n."""
+        p, before, mine = _hand_bounds(table_id, number)
+        viewer = viewer_for(p)
+        if not viewer.admin and live_hand(p.table) == number:
+            raise Forbidden("hand_live", "replay opens once the hand is complete")
+        step = min(query["step"], len(mine))
+        state = project(before + mine[:step]).table
+        admin = Viewer(admin=True)
+        return {"step": step, "steps": len(mine),
+                "event": redact(mine[step - 1], admin, None) if step else None,
+                "state": {"pool": state.pool,
+                          "balances": {str(s): b for s, b in enumerate(state.balances)},
+                          "scores": {str(s): b for s, b in enumerate(state.scores)},
+                          "dealer": state.dealer, "status": state.status,
+                          "hand": hand_view(state, admin, full=True)
+                          if state.hand is not None and state.hand.number == number else None}}
+
+
+@blp.route("/<table_id>/events")
+class Events(MethodView):
+    @blp.arguments(EventsQuery, location="query")
+    @blp.response(200, EventsOut)
+    def get(self, query: dict[str, Any], table_id: str) -> Any:
+        """The table's events after version `after`, hidden tiles removed for seats."""
+        led = ledger()
+        p = led.load(table_id)
+        viewer = viewer_for(p)
+        after, limit = query["after"], query["limit"]
+        stored = led.store.load(table_id, after_version=after,
+                                up_to_version=after + limit)
+        live = live_hand(p.table)
+        return {"events": [redact(s, viewer, live) for s in stored],
+                "next": stored[-1].version if stored else after}
+
+
+@blp.route("/<table_id>/ledger")
+class Ledger(MethodView):
+    @blp.response(200, LedgerOut)
+    def get(self, table_id: str) -> Any:
+        """Every chip transfer (pool games) or every points delta (points games)."""
+        led = ledger()
+        p = led.load(table_id)
+        viewer_for(p)
+        stored = led.store.load(table_id)
+        out = chip_ledger(stored, p.table.players)
+        if p.table.opts.scoring == "points":
+            out |= score_sheet(stored, p.table)
+        return out
+
+
+@blp.route("/<table_id>/audit")
+class Audit(MethodView):
+    @blp.response(200, AuditOut)
+    def get(self, table_id: str) -> Any:
+        """Admin: verify the hash chain, replay, chips, legality and the fair deals."""
+        led = ledger()
+        p = led.load(table_id)
+        require_admin(viewer_for(p))
+        return audit(led.store.load(table_id), p)

@@ -1,0 +1,64 @@
+"""Tables: create, read, close (API.md "Tables")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import request
+from flask.views import MethodView
+from flask_smorest import Blueprint
+
+from ledger import commands as c
+from ledger.api import idempotency as idem
+from ledger.api.auth import ledger, viewer_for
+from ledger.api.writes import write, write_response
+from ledger.views import Viewer, table_view
+from schemas.requests import CreateTableIn, WriteIn
+from schemas.responses import ClosedOut, CreatedOut, TableOut
+
+blp = Blueprint("tables", __name__, url_prefix="/v1/tables",
+                description="Create a table, read it as your token may see it, close it.")
+
+
+@blp.route("")
+class Tables(MethodView):
+    @blp.arguments(CreateTableIn)
+    @blp.response(201, CreatedOut)
+    def post(self, body: dict[str, Any]) -> Any:
+        """Create a table; the answer holds the admin token and one token per seat (shown once)."""
+        seats = tuple((s["name"], s.get("bot")) for s in body["seats"])
+        cmd = c.CreateTable(variant=body["variant"], scoring=body["scoring"], seats=seats,
+                            first_dealer=body["first_dealer"], deal=body["deal"],
+                            options=body["options"])
+        key = idem.key()
+        request_hash = idem.fingerprint(None, request.get_json(silent=True)) if key else None
+        table_id, tokens, p = ledger().create_table(cmd, idempotency_key=key,
+                                                    request_hash=request_hash)
+        return {
+            "id": table_id, "admin_token": tokens["admin"], "version": p.version,
+            "seats": [{"seat": i, "name": n, "bot": b, "token": tokens["seats"][i]}
+                      for i, (n, b) in enumerate(seats)],
+            "table": table_view(table_id, p, Viewer(admin=True)),
+        }
+
+
+@blp.route("/<table_id>")
+class TableResource(MethodView):
+    @blp.response(200, TableOut)
+    def get(self, table_id: str) -> Any:
+        """The table as the caller may see it, with the caller's legal actions."""
+        p = ledger().load(table_id)
+        return table_view(table_id, p, viewer_for(p))
+
+
+@blp.route("/<table_id>/close")
+class CloseResource(MethodView):
+    @blp.arguments(WriteIn)
+    @blp.response(200, ClosedOut)
+    def post(self, body: dict[str, Any], table_id: str) -> Any:
+        """End the game (admin); a non-empty pool is reported as left over (RULES §8.8)."""
+        viewer, first = write(table_id, body, lambda v, p: c.CloseTable(), admin_only=True)
+        out = write_response(table_id, viewer, first)
+        closed = [e for e in out["events"] if e["type"] == "table_closed"]
+        out["leftover"] = closed[-1]["data"]["leftover"] if closed else out["table"]["pool"]
+        return out

@@ -1,0 +1,180 @@
+"""Audit a table from its events alone: hash chain, replay, chips, legality, fair deals."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+from ledger import events as ev
+from ledger.errors import LedgerError
+from ledger.projector import Projection, chip_ledger, decode, project
+from ledger.rules import table as tb
+from ledger.rules.actions import Action, Decide, Discard, Play
+from ledger.rules.deal import deal, shuffle
+from ledger.rules.results import result_events
+from ledger.store.base import StoredEvent
+from ledger.store.hashing import verify_chain
+
+
+def audit(stored: Sequence[StoredEvent], live: Projection | None = None) -> dict[str, Any]:
+    """Every check is True or a sentence naming the first failure."""
+    checks: dict[str, Any] = {
+        "hash_chain": verify_chain(list(stored)) or True,
+        "replay_matches": _replay(stored, live),
+        "chips_conserved": _chips(stored),
+        "plays_legal": _legal(stored),
+        "deals_match_commitments": _deals(stored),
+    }
+    return {"ok": all(v is True for v in checks.values()), "events": len(stored),
+            "checks": checks}
+
+
+def _replay(stored: Sequence[StoredEvent], live: Projection | None) -> Any:
+    try:
+        rebuilt = project(stored)
+    except Exception as err:  # noqa: BLE001 - a corrupt record must be reported, not raised
+        return f"replay failed: {err}"
+    if live is not None and (rebuilt.table != live.table or rebuilt.version != live.version):
+        return f"replayed state at version {rebuilt.version} differs from the live state"
+    return True
+
+
+def _chips(stored: Sequence[StoredEvent]) -> Any:
+    try:
+        p = project(stored)
+    except Exception as err:  # noqa: BLE001
+        return f"replay failed: {err}"
+    t = p.table
+    book = chip_ledger(stored, t.players)
+    total = sum(book["balances"].values())
+    if total != 0:
+        return f"balances sum to {total}, not 0"
+    if any(b["amount"] <= 0 for b in book["transfers"]):
+        return "a transfer has a non-positive amount"
+    if book["balances"]["pool"] != t.pool or any(
+            book["balances"][f"seat:{s}"] != t.balances[s] for s in range(t.players)):
+        return "the transfers do not add up to the table's balances and pool"
+    for s in stored:
+        if s.type == "hand_settled":
+            sub = [x for x in stored if x.version <= s.version]
+            bal = chip_ledger(sub, t.players)["balances"]
+            if bal["pool"] != s.data["pool"]:
+                return f"version {s.version}: pool {s.data['pool']} but transfers give {bal['pool']}"
+    return True
+
+
+def _action_of(events: Sequence[ev.Event], i: int) -> tuple[Action, int] | None:
+    """The action that produced events[i:] (and how many primary events it wrote)."""
+    e = events[i]
+    if isinstance(e, ev.PlayerDecided):
+        take = e.take_turn_up
+        discard: tuple[int, ...] = ()
+        drawn = None
+        n = 1
+        if take:
+            disc = events[i + 2]
+            assert isinstance(disc, ev.TilesDiscarded)
+            discard, n = disc.tiles, 3
+        if e.choice == "miss" and i + 1 < len(events) and isinstance(events[i + 1], ev.MissDrawn):
+            drawn = events[i + 1].tiles  # type: ignore[union-attr]
+            n = 2
+        return Decide(e.seat, e.choice, take, discard, e.for_pool, drawn), n
+    if isinstance(e, ev.TilesDiscarded):
+        return Discard(e.seat, e.tiles), 1
+    if isinstance(e, ev.TilePlayed):
+        return Play(e.seat, e.tile, e.suit), 1
+    return None
+
+
+def _legal(stored: Sequence[StoredEvent]) -> Any:
+    """Re-run every hand: each action, applied to the state before it, must give its events."""
+    events = [decode(s) for s in stored]
+    t = tb.replay([])
+    i = 0
+    while i < len(events):
+        e = events[i]
+        hand = t.hand
+        if hand is not None and t.live and hand.mode != "results":
+            found = _action_of(events, i)
+            if found is not None:
+                action, _n = found
+                if isinstance(action, Decide) and hand.ordered:
+                    action = Decide(action.seat, action.choice, action.take_turn_up,
+                                    action.discard, action.for_pool, None)
+                try:
+                    expected = tb.act(t, action)
+                except LedgerError as err:
+                    return f"version {stored[i].version}: illegal {e.type}: {err.detail}"
+                got = events[i : i + len(expected)]
+                if got != expected:
+                    return f"version {stored[i].version}: recorded events differ from the rules"
+                for x in expected:
+                    t = tb.evolve(t, x)
+                i += len(expected)
+                continue
+        if isinstance(e, ev.HandStarted) and e.mode == "results":
+            j = i + 1
+            while j < len(events) and isinstance(events[j], ev.StakePosted):
+                j += 1
+            k = j
+            while k < len(events) and not isinstance(events[k], ev.HandCompleted):
+                k += 1
+            problem = _check_result(t, events[i:j], events[j : k + 1], stored[i].version)
+            if problem:
+                return problem
+        t = tb.evolve(t, e)
+        i += 1
+    return True
+
+
+def _check_result(t: tb.Table, start: Sequence[ev.Event], rest: Sequence[ev.Event],
+                  version: int) -> str | None:
+    decided = [e for e in rest if isinstance(e, ev.PlayerDecided)]
+    done = rest[-1] if rest else None
+    if not isinstance(done, ev.HandCompleted):
+        return f"version {version}: results hand without hand_completed"
+    result = {"decisions": {str(e.seat): e.choice for e in decided},
+              "for_pool": done.for_pool,
+              "tricks": {str(s): n for s, n in enumerate(done.tricks_won)}}
+    h = tb.replay(list(start), t).hand
+    assert h is not None
+    try:
+        expected = result_events(h, result)
+    except LedgerError as err:
+        return f"version {version}: impossible result: {err.detail}"
+    if list(rest) != expected:
+        return f"version {version}: results hand differs from the rules"
+    return None
+
+
+def _deals(stored: Sequence[StoredEvent]) -> Any:
+    """Each revealed seed must hash to its commitment and re-deal exactly what was dealt."""
+    players = 0
+    started: dict[int, tuple[str | None, int]] = {}
+    dealt: dict[int, dict[str, Any]] = {}
+    for s in stored:
+        d = s.data
+        if s.type == "table_created":
+            players = d["players"]
+        elif s.type == "hand_started":
+            started[d["number"]] = (d.get("commitment"), d["dealer"])
+        elif s.type == "tiles_dealt" and s.hand is not None:
+            dealt[s.hand] = d
+        elif s.type == "trump_turned" and s.hand in dealt:
+            dealt[s.hand] = dealt[s.hand] | {"turn_up": d["tile"]}
+        elif s.type == "seed_revealed" and s.hand is not None:
+            commitment, dealer = started.get(s.hand, (None, 0))
+            seed = bytes.fromhex(d["seed"])
+            if hashlib.sha256(seed).hexdigest() != commitment:
+                return f"hand {s.hand}: the revealed seed does not match its commitment"
+            order = shuffle(seed)
+            again = deal(order, players, dealer)
+            rec = ev.from_data("tiles_dealt", dealt.get(s.hand, {"hands": {}, "boneyard": []}))
+            turn_up = dealt.get(s.hand, {}).get("turn_up")
+            if (ev.to_data(ev.SeedRevealed(seed=d["seed"], order=tuple(order)))["order"]
+                    != d["order"]
+                    or rec.hands != again.hands or rec.boneyard != again.boneyard  # type: ignore[attr-defined]
+                    or turn_up != ev.to_data(ev.TurnUpTaken(seat=0, tile=again.turn_up))["tile"]):
+                return f"hand {s.hand}: the seed does not re-deal the recorded deal"
+    return True

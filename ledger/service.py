@@ -1,0 +1,209 @@
+"""The one path for every writer: load -> fold -> handler -> append -> project -> follow-ups."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import os
+import secrets
+import threading
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ledger import commands as c
+from ledger import events as ev
+from ledger import handlers
+from ledger.errors import NotFound
+from ledger.projector import Projection, project
+from ledger.store.base import (
+    AlreadyApplied,
+    EventStore,
+    NewEvent,
+    StoredEvent,
+    VersionConflict,
+)
+
+JOB_ADVANCE = "workers.jobs.advance"
+
+# Events that follow by rule from the event just before them; settlement follows the
+# hand_completed event.
+_FROM_PREVIOUS = (ev.TrickWon, ev.HandCompleted, ev.SeedRevealed, ev.PenaltyAssessed)
+_FROM_COMPLETION = (ev.TricksPaid, ev.PlayerLooed, ev.PointsScored, ev.HandSettled, ev.GameWon)
+_TABLE_LEVEL = (ev.TableCreated, ev.SeatFilled, ev.DealerChosen, ev.TableClosed)
+
+
+class Dispatcher(Protocol):
+    def enqueue(self, func_path: str, *args: Any, job_id: str) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What a command appended, and the table after it."""
+
+    first_version: int
+    stored: list[StoredEvent]
+    projection: Projection
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def _derived_tokens(root: bytes, seats: int) -> dict[str, Any]:
+    def derive(label: str) -> str:
+        mac = hmac.new(root, label.encode(), hashlib.sha256).digest()[:24]
+        return base64.urlsafe_b64encode(mac).decode().rstrip("=")
+
+    return {"admin": derive("admin"), "seats": [derive(f"seat:{i}") for i in range(seats)]}
+
+
+class Ledger:
+    """Application service shared by the API, the workers, the CLI and the tests."""
+
+    def __init__(self, store: EventStore, dispatcher: Dispatcher | None = None,
+                 seeds: Callable[[], bytes] = lambda: os.urandom(32)) -> None:
+        self.store = store
+        self.dispatcher = dispatcher
+        self.seeds = seeds
+        self._cache: dict[str, Projection] = {}
+        self._lock = threading.Lock()
+
+    # ---- reads ----------------------------------------------------------------------------
+    def load(self, table_id: str) -> Projection:
+        """The table folded to its latest version (incrementally, from a per-process cache)."""
+        base = self._cache.get(table_id)
+        stored = self.store.load(table_id, after_version=base.version if base else 0)
+        if base is None and not stored:
+            raise NotFound("table_not_found", f"no table {table_id!r}")
+        p = project(stored, base) if stored else base
+        assert p is not None
+        self._remember(table_id, p)
+        return p
+
+    def _remember(self, table_id: str, p: Projection) -> None:
+        with self._lock:
+            old = self._cache.get(table_id)
+            if old is None or old.version < p.version:
+                if len(self._cache) > 2000:
+                    self._cache.clear()  # bounded: projections are always rebuildable
+                self._cache[table_id] = p
+
+    # ---- writes ---------------------------------------------------------------------------
+    def create_table(self, cmd: c.CreateTable, *, idempotency_key: str | None = None,
+                     request_hash: str | None = None) -> tuple[str, dict[str, Any], Projection]:
+        """Create a table; returns its id, the plain tokens (shown once) and its state.
+
+        With an Idempotency-Key the id and the tokens derive from the key and the request,
+        so a repeat finds the same table and can answer with the same tokens although only
+        their hashes are stored.
+        """
+        if idempotency_key is not None and request_hash is not None:
+            root = hashlib.sha256(f"{idempotency_key}|{request_hash}".encode()).digest()
+            table_id = uuid.UUID(bytes=root[:16], version=4).hex
+            tokens = _derived_tokens(root, len(cmd.seats))
+            found = self.store.idempotent_result(table_id, idempotency_key)
+            if found is not None:
+                return table_id, tokens, self.load(table_id)
+        else:
+            table_id = uuid.uuid4().hex
+            tokens = {"admin": secrets.token_urlsafe(24),
+                      "seats": [secrets.token_urlsafe(24) for _ in cmd.seats]}
+        hashes = {"admin": token_hash(tokens["admin"]),
+                  "seats": [token_hash(t) for t in tokens["seats"]]}
+        events = handlers.create_table(cmd, hashes, self.seeds)
+        try:
+            out = self._append(table_id, None, events, "command:create", idempotency_key,
+                               request_hash)
+        except (AlreadyApplied, VersionConflict):
+            return table_id, tokens, self.load(table_id)  # a concurrent repeat won the race
+        self.dispatch(table_id, out.projection)
+        return table_id, tokens, self.load(table_id)
+
+    def execute(self, table_id: str, cmd: c.Command, *, expected_version: int | None = None,
+                idempotency_key: str | None = None, request_hash: str | None = None,
+                dispatch: bool = True) -> Outcome:
+        """Run one command against the latest state; stale expected_version -> VersionConflict."""
+        p = self.load(table_id)
+        if expected_version is not None and expected_version != p.version:
+            raise VersionConflict(table_id, expected_version, p.version)
+        cause = f"command:{uuid.uuid4().hex}"
+        if isinstance(cmd, c.Act):
+            events = handlers.act(p, cmd)
+        elif isinstance(cmd, c.StartHand):
+            events = handlers.start_hand(p, cmd, self.seeds)
+        elif isinstance(cmd, c.SettleHand):
+            events = handlers.settle(p, self.seeds)
+        elif isinstance(cmd, c.PlayBot):
+            events, policy = handlers.play_bot(p)
+            cause = f"bot:{policy}"
+        elif isinstance(cmd, c.CloseTable):
+            events = handlers.close(p)
+        else:  # pragma: no cover - CreateTable has its own entry point
+            raise TypeError(cmd)
+        out = self._append(table_id, p, events, cause, idempotency_key, request_hash)
+        if dispatch:
+            self.dispatch(table_id, out.projection)
+        return out
+
+    def _append(self, table_id: str, p: Projection | None, events: Sequence[ev.Event],
+                cause: str, idempotency_key: str | None, request_hash: str | None) -> Outcome:
+        version = p.version if p else 0
+        new = self._envelopes(p, events, cause)
+        stored = self.store.append(table_id, new, version, idempotency_key=idempotency_key,
+                                   request_hash=request_hash)
+        proj = project(stored, p)
+        self._remember(table_id, proj)
+        return Outcome(version + 1, stored, proj)
+
+    @staticmethod
+    def _envelopes(p: Projection | None, events: Sequence[ev.Event], cause: str) -> list[NewEvent]:
+        """Give each event its hand number and its causation (a command or an earlier event)."""
+        version = p.version if p else 0
+        hand = p.table.hand.number if p and p.table.hand else None
+        completed = p.completed_at if p else None
+        out = []
+        for i, e in enumerate(events):
+            v = version + i + 1
+            if isinstance(e, ev.HandStarted):
+                hand = e.number
+            if isinstance(e, ev.HandCompleted):
+                completed = v
+            if isinstance(e, _FROM_PREVIOUS):
+                causation = f"event:{v - 1}"
+            elif isinstance(e, _FROM_COMPLETION) and completed is not None:
+                causation = f"event:{completed}"
+            else:
+                causation = cause
+            out.append(NewEvent(type=e.type, hand=None if isinstance(e, _TABLE_LEVEL) else hand,
+                                data=ev.to_data(e), causation=causation))
+        return out
+
+    # ---- follow-up jobs -------------------------------------------------------------------
+    def dispatch(self, table_id: str, p: Projection | None = None) -> bool:
+        """Enqueue the worker job this table waits on (a settlement or a bot), if any."""
+        p = p or self.load(table_id)
+        if self.dispatcher is None or handlers.next_command(p) is None:
+            return False
+        self.dispatcher.enqueue(JOB_ADVANCE, table_id, p.version,
+                                job_id=f"advance:{table_id}:{p.version}")
+        return True
+
+    def advance(self, table_id: str, expected_version: int, max_steps: int = 400) -> str:
+        """Settle hands and play consecutive bot turns until a person must act."""
+        for _ in range(max_steps):
+            p = self.load(table_id)
+            if p.version != expected_version:
+                return "stale"  # someone else moved first: their job carries on
+            cmd = handlers.next_command(p)
+            if cmd is None:
+                return "idle"
+            try:
+                out = self.execute(table_id, cmd, expected_version=p.version, dispatch=False)
+            except VersionConflict:
+                return "stale"
+            expected_version = out.projection.version
+        self.dispatch(table_id)  # long all-bot run: hand over to a fresh job
+        return "continued"

@@ -1,0 +1,35 @@
+"""The tile field: "6-3" or "3-6" in, "6-3" out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from marshmallow import ValidationError, fields
+
+from ledger.errors import Invalid
+from ledger.rules.tiles import NAMES, parse_tile
+
+
+class TileField(fields.Field):
+    """A tile as a string; either order accepted, high end first on output."""
+
+    def _serialize(self, value: Any, attr: Any, obj: Any, **kwargs: Any) -> Any:
+        return None if value is None else NAMES[value]
+
+    def _deserialize(self, value: Any, attr: Any, data: Any, **kwargs: Any) -> int:
+        try:
+            return parse_tile(value)
+        except Invalid as err:
+            raise ValidationError(err.detail) from err
+
+    def _jsonschema_type_mapping(self) -> dict[str, Any]:  # pragma: no cover - docs only
+        return {"type": "string", "pattern": "^[0-6]-[0-6]$"}
+
+
+class SeatOrLots(fields.Field):
+    """first_dealer: a seat number or "lots"."""
+
+    def _deserialize(self, value: Any, attr: Any, data: Any, **kwargs: Any) -> Any:
+        if value == "lots" or (isinstance(value, int) and not isinstance(value, bool)):
+            return value
+        raise ValidationError('a seat number or "lots"')
