@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+
+from ledger.rules.frozen import replace
 from typing import Any
 
 from ledger import events as ev
