@@ -21,6 +21,7 @@ from ledger.projector import Projection, project
 from ledger.store.base import (
     AlreadyApplied,
     EventStore,
+    IdempotencyConflict,
     NewEvent,
     StoredEvent,
     VersionConflict,
@@ -127,6 +128,12 @@ class Ledger:
                 dispatch: bool = True) -> Outcome:
         """Run one command against the latest state; stale expected_version -> VersionConflict."""
         p = self.load(table_id)
+        if idempotency_key is not None:
+            found = self.store.idempotent_result(table_id, idempotency_key)
+            if found is not None:  # a repeat: nothing is decided or appended again
+                if found.request_hash != request_hash:
+                    raise IdempotencyConflict(idempotency_key)
+                raise AlreadyApplied(found)
         if expected_version is not None and expected_version != p.version:
             raise VersionConflict(table_id, expected_version, p.version)
         cause = f"command:{uuid.uuid4().hex}"

@@ -8,7 +8,7 @@ from ledger.rules.frozen import replace
 from typing import Any
 
 from ledger import events as ev
-from ledger.errors import Conflict, Invalid
+from ledger.errors import Invalid
 from ledger.rules import hand as hd
 from ledger.rules.decide import decide as decide_hand
 from ledger.rules.actions import Action
@@ -80,7 +80,7 @@ def start_hand(t: Table, *, seed: bytes | None = None,
     """hand_started, the stakes (§8.1) and the deal (or, on results tables, the result)."""
     _check_open(t)
     if not t.settled:
-        raise Conflict("hand_in_progress", f"hand {t.hand.number if t.hand else 0} is not "
+        raise Invalid("hand_in_progress", f"hand {t.hand.number if t.hand else 0} is not "
                        "settled yet: finish it first", rule="7")
     assert t.dealer is not None
     number = (t.hand.number if t.hand else 0) + 1
@@ -128,7 +128,7 @@ def act(t: Table, action: Action) -> list[ev.Event]:
     """A seat's action in the live hand; the seed is revealed when it completes (§10)."""
     _check_open(t)
     if t.hand is None or not t.live:
-        raise Conflict("no_live_hand", "no hand is being played at this table: start one",
+        raise Invalid("no_live_hand", "no hand is being played at this table: start one",
                        rule="7")
     out = decide_hand(t.hand, action)
     if t.seed and any(isinstance(e, ev.HandCompleted) for e in out):
@@ -139,7 +139,7 @@ def act(t: Table, action: Action) -> list[ev.Event]:
 def settle(t: Table) -> list[ev.Event]:
     """§8/§9: pay the tricks and the loo penalties, or score points; maybe the game is won."""
     if t.hand is None or t.hand.phase != "complete" or t.settled:
-        raise Conflict("nothing_to_settle", "no complete hand is waiting to be settled")
+        raise Invalid("nothing_to_settle", "no complete hand is waiting to be settled")
     return settle_hand(t.opts, t.hand, t.pool, t.balances, t.scores)
 
 
@@ -150,14 +150,14 @@ def needs_settlement(t: Table) -> bool:
 def close(t: Table) -> list[ev.Event]:
     """§8.8: the players close the game; a non-empty pool is reported as left over."""
     if t.status == "closed":
-        raise Conflict("table_closed", "the table is already closed")
+        raise Invalid("table_closed", "the table is already closed")
     abandoned = t.hand.number if t.hand is not None and not t.settled else None
     return [ev.TableClosed(leftover=t.pool, abandoned_hand=abandoned)]
 
 
 def _check_open(t: Table) -> None:
     if t.status != "playing":
-        raise Conflict(f"table_{t.status}", f"the table is {t.status}: no more hands")
+        raise Invalid(f"table_{t.status}", f"the table is {t.status}: no more hands")
 
 
 # ---- evolve --------------------------------------------------------------------------------
