@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
-from marshmallow import Schema, fields
+from typing import Any
+
+from marshmallow import Schema, fields, post_dump
 
 
-class SeatOut(Schema):
+class Open(Schema):
+    """Documents the contract's fields and keeps the extra ones ("extra fields are fine")."""
+
+    @post_dump(pass_original=True)
+    def keep_extra(self, data: dict[str, Any], original: Any, **_kw: Any) -> dict[str, Any]:
+        if isinstance(original, dict):
+            for key, value in original.items():
+                data.setdefault(key, value)
+        return data
+
+
+class SeatOut(Open):
     seat = fields.Integer()
     name = fields.String()
     bot = fields.String(allow_none=True)
@@ -14,14 +27,14 @@ class SeatOut(Schema):
     tricks = fields.Integer()
 
 
-class TrickOut(Schema):
+class TrickOut(Open):
     leader = fields.Integer()
     suit = fields.Integer()
     plays = fields.List(fields.Dict())
     winner = fields.Integer(allow_none=True)
 
 
-class HandOut(Schema):
+class HandOut(Open):
     number = fields.Integer()
     phase = fields.String()
     dealer = fields.Integer()
@@ -37,7 +50,7 @@ class HandOut(Schema):
     turn_up_taken = fields.Boolean()
 
 
-class TableOut(Schema):
+class TableOut(Open):
     id = fields.String()
     variant = fields.String()
     scoring = fields.String()
@@ -53,14 +66,14 @@ class TableOut(Schema):
     legal_actions = fields.List(fields.Dict())
 
 
-class SeatTokenOut(Schema):
+class SeatTokenOut(Open):
     seat = fields.Integer()
     name = fields.String()
     bot = fields.String(allow_none=True)
     token = fields.String()
 
 
-class CreatedOut(Schema):
+class CreatedOut(Open):
     id = fields.String()
     admin_token = fields.String()
     seats = fields.List(fields.Nested(SeatTokenOut))
@@ -68,7 +81,7 @@ class CreatedOut(Schema):
     table = fields.Nested(TableOut)
 
 
-class EventOut(Schema):
+class EventOut(Open):
     version = fields.Integer()
     position = fields.Integer()
     type = fields.String()
@@ -80,52 +93,52 @@ class EventOut(Schema):
     prev_hash = fields.String()
 
 
-class ActionOut(Schema):
+class ActionOut(Open):
     version = fields.Integer()
     seat = fields.Integer()
     events = fields.List(fields.Nested(EventOut))
     table = fields.Nested(TableOut)
 
 
-class EventsOut(Schema):
+class EventsOut(Open):
     events = fields.List(fields.Nested(EventOut))
     next = fields.Integer()
 
 
-class HandRecordOut(Schema):
+class HandRecordOut(Open):
     number = fields.Integer()
     complete = fields.Boolean()
     hand = fields.Nested(HandOut)
     events = fields.List(fields.Nested(EventOut))
 
 
-class ReplayOut(Schema):
+class ReplayOut(Open):
     step = fields.Integer()
     steps = fields.Integer()
     event = fields.Nested(EventOut, allow_none=True)
     state = fields.Dict()
 
 
-class LedgerOut(Schema):
+class LedgerOut(Open):
     transfers = fields.List(fields.Dict())
     balances = fields.Dict(keys=fields.String(), values=fields.Integer())
     scores = fields.List(fields.Dict())
     totals = fields.Dict(keys=fields.String(), values=fields.Integer())
 
 
-class AuditOut(Schema):
+class AuditOut(Open):
     ok = fields.Boolean()
     events = fields.Integer()
     checks = fields.Dict(keys=fields.String(), values=fields.Raw())
 
 
-class ClosedOut(Schema):
+class ClosedOut(Open):
     version = fields.Integer()
     leftover = fields.Integer()
     table = fields.Nested(TableOut)
 
 
-class ProblemOut(Schema):
+class ProblemOut(Open):
     type = fields.String()
     title = fields.String()
     status = fields.Integer()

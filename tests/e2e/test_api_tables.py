@@ -1,0 +1,115 @@
+"""Tables over HTTP: creation and its validation, auth, reading, closing."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e.club import Club
+
+FOUR = [{"name": n} for n in ("Ann", "Bob", "Cat", "Dan")]
+
+
+def test_create_returns_admin_and_seat_tokens(club: Club):
+    t = club.create(seats=FOUR, first_dealer=2)
+    assert len(t.seats) == 4 and len(set(t.seats + [t.admin])) == 5
+    assert t.created["version"] >= 1
+    view = club.view(t)
+    assert view["dealer"] == 2 and view["status"] == "playing"
+    assert view["options"]["ante"] == 5 and view["options"]["loo_penalty"] == {"mode": "uncapped"}
+    assert view["hand"]["number"] == 1  # auto_deal starts the first hand
+    assert view["pool"] == 25
+
+
+@pytest.mark.parametrize("body,code", [
+    ({"seats": [{"name": "solo"}]}, None),
+    ({"seats": FOUR + [{"name": "Eve"}]}, None),
+    ({"seats": FOUR, "options": {"ante": 3}}, "invalid_option"),
+    ({"seats": FOUR, "options": {"dealer_ante": 7}}, "invalid_option"),
+    ({"seats": FOUR, "options": {"loo_penalty": {"mode": "capped", "multiplier": 12}}},
+     "invalid_option"),
+    ({"seats": FOUR, "options": {"loo_penalty": {"mode": "capped"}}}, "invalid_option"),
+    ({"seats": FOUR, "options": {"lead_trump_threshold": 0}}, None),
+    ({"seats": FOUR, "variant": "rounce", "scoring": "pool"}, "invalid_option"),
+    ({"seats": FOUR, "variant": "whist"}, None),
+    ({"seats": FOUR, "first_dealer": 7}, "invalid_option"),
+    ({"seats": FOUR, "first_dealer": "random"}, None),
+    ({"seats": [{"name": "A", "bot": "genius"}, {"name": "B"}]}, "invalid_option"),
+    ({"seats": [{"name": "A", "bot": "random"}, {"name": "B"}], "deal": "recorded"},
+     "invalid_option"),
+    ({"seats": FOUR, "colour": "red"}, None),
+])
+def test_bad_table_is_refused_with_a_clear_422(club: Club, body, code):
+    r = club.c.post("/v1/tables", json=body)
+    j = club.problem(r, 422, code)
+    assert j["detail"]
+
+
+def test_malformed_json_is_400(club: Club):
+    r = club.c.post("/v1/tables", data="{not json", content_type="application/json")
+    club.problem(r, 400)
+
+
+def test_tokens_open_only_their_own_table(club: Club):
+    a, b = club.create(), club.create()
+    club.problem(club.get(a, b.admin), 401)
+    club.problem(club.get(a, b.seats[0]), 401)
+    club.problem(club.c.get(f"/v1/tables/{a.id}"), 401)
+    club.problem(club.get(a, "nonsense"), 401)
+
+
+def test_unknown_table_is_404(club: Club):
+    r = club.c.get("/v1/tables/nope", headers=club.auth("x"))
+    club.problem(r, 404, "table_not_found")
+
+
+def test_seat_token_cannot_do_admin_things(club: Club):
+    t = club.create()
+    club.problem(club.post(t, "/hands", {}, t.seats[0]), 403)
+    club.problem(club.post(t, "/close", {}, t.seats[0]), 403)
+    club.problem(club.get(t, t.seats[0], "/audit"), 403)
+
+
+def test_close_reports_the_pool_left_over(club: Club):
+    t = club.create(deal="results", first_dealer=0)
+    club.start(t, {"result": {"decisions": {"0": "play", "1": "play", "2": "play", "3": "play"},
+                              "tricks": {"0": 5}}})
+    r = club.post(t, "/close", {})
+    assert r.status_code == 200, r.get_json()
+    j = r.get_json()
+    assert j["leftover"] == 75 and j["table"]["status"] == "closed"
+    club.problem(club.start(t, {"result": {"decisions": {"1": "drop", "2": "drop",
+                                                          "3": "drop"}}}), 422)
+
+
+def test_stale_expected_version_is_409(club: Club):
+    t = club.create(deal="results", first_dealer=0)
+    v = club.view(t)["version"]
+    body = {"result": {"decisions": {"1": "drop", "2": "drop", "3": "drop"}},
+            "expected_version": v - 1}
+    club.problem(club.start(t, body), 409, "version_conflict")
+    body["expected_version"] = v
+    assert club.start(t, body).status_code == 200
+
+
+def test_idempotency_key_returns_first_answer_and_appends_nothing(club: Club):
+    t = club.create(deal="results", first_dealer=0)
+    body = {"result": {"decisions": {"1": "drop", "2": "drop", "3": "drop"}}}
+    key = {"Idempotency-Key": "abc-1"}
+    first = club.post(t, "/hands", body, headers=key)
+    again = club.post(t, "/hands", body, headers=key)
+    assert first.status_code == again.status_code == 200
+    assert first.get_json()["version"] == again.get_json()["version"]
+    assert first.get_json()["events"] == again.get_json()["events"]
+    other = dict(body, result={"decisions": {"1": "drop", "2": "drop", "3": "play",
+                                             "0": "drop"}})
+    club.problem(club.post(t, "/hands", other, headers=key), 409, "idempotency_conflict")
+    assert club.view(t)["hand"]["number"] == 1
+
+
+def test_table_creation_is_idempotent_with_a_key(club: Club):
+    body = {"seats": FOUR, "deal": "results"}
+    r1 = club.c.post("/v1/tables", json=body, headers={"Idempotency-Key": "club-42"})
+    r2 = club.c.post("/v1/tables", json=body, headers={"Idempotency-Key": "club-42"})
+    assert r1.status_code == 201 and r2.status_code == 201
+    assert r1.get_json()["id"] == r2.get_json()["id"]
+    assert r1.get_json()["admin_token"] == r2.get_json()["admin_token"]
