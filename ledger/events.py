@@ -15,7 +15,7 @@ REGISTRY: dict[str, type[Event]] = {}
 
 TILE_FIELDS = frozenset({"tile"})
 TILE_LIST_FIELDS = frozenset({"tiles", "put_out", "boneyard", "order", "draws"})
-PER_SEAT_FIELDS = frozenset({"tricks_won", "balances", "scores", "payments"})
+PER_SEAT_FIELDS = frozenset({"tricks_won", "balances", "scores", "payments", "totals"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -132,8 +132,8 @@ def _play(h: Hand, a: Play) -> list[ev.Event]:
         raise violation("tile_not_in_hand", "6", f"you do not hold {NAMES[a.tile]}")
     trick_no = len(h.tricks) + 1
     if h.current is None:
+        check_lead(h, a.seat, a.tile)  # §6.1/6.2 bind whatever suit is declared
         suit = lead_suit(h, a)
-        check_lead(h, a.seat, a.tile)
         return [ev.TilePlayed(seat=a.seat, tile=a.tile, trick=trick_no, suit=suit)]
     check_follow(h, a.seat, a.tile)
     return [ev.TilePlayed(seat=a.seat, tile=a.tile, trick=trick_no)]

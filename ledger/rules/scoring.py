@@ -24,6 +24,9 @@ def settle(opts: Options, h: Hand, pool: int, balances: tuple[int, ...],
 def penalty(opts: Options, pool_at_start: int) -> tuple[int, int | None]:
     """§8.4-8.5: (amount paid, cap applied or None) for one looed player."""
     cap = opts.penalty_cap()
+    if opts.penalty_mode == "fixed":
+        assert cap is not None
+        return cap, cap  # §8.5: 5 x number of players, whatever P is (even above P)
     return (pool_at_start if cap is None else min(pool_at_start, cap)), cap
 
 

@@ -53,6 +53,9 @@ class Game:
     def deal(self, hands: dict[int, str], turn_up: str) -> list[ev.Event]:
         """A recorded deal: {seat: "6-6 5-5 ..."}, the turn-up."""
         dealt = tuple(TS(hands[s]) for s in range(self.opts.players))
+        every = [t for hand in dealt for t in hand] + [T(turn_up)]
+        assert all(len(hand) == 5 for hand in dealt), "a test deal needs five tiles a seat"
+        assert len(set(every)) == len(every), "a test deal may not repeat a tile"
         return self._apply(tb.start_hand(self.t, recorded=(dealt, T(turn_up))))
 
     def shuffled(self, seed: bytes) -> list[ev.Event]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from rules_support import T, TS
 
 from ledger.errors import Invalid
 from ledger.rules.tiles import (
@@ -21,6 +20,7 @@ from ledger.rules.tiles import (
     trick_winner,
     trump_of,
 )
+from tests.unit.rules_support import TS, T
 
 
 def test_s1_double_six_set_has_28_tiles_in_canonical_order():
