@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from marshmallow import Schema, fields, post_dump
+from marshmallow import INCLUDE, Schema, fields, post_dump
 
 
 class Open(Schema):
     """Documents the contract's fields and keeps the extra ones ("extra fields are fine")."""
+
+    class Meta:
+        unknown = INCLUDE  # so the spec says additionalProperties: true
 
     @post_dump(pass_original=True)
     def keep_extra(self, data: dict[str, Any], original: Any, **_kw: Any) -> dict[str, Any]:
