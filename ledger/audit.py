@@ -55,13 +55,21 @@ def _chips(stored: Sequence[StoredEvent]) -> Any:
     if book["balances"]["pool"] != t.pool or any(
             book["balances"][f"seat:{s}"] != t.balances[s] for s in range(t.players)):
         return "the transfers do not add up to the table's balances and pool"
+    pool = 0  # one pass: the pool each hand_settled records must match the transfers so far
     for s in stored:
-        if s.type == "hand_settled":
-            sub = [x for x in stored if x.version <= s.version]
-            bal = chip_ledger(sub, t.players)["balances"]
-            if bal["pool"] != s.data["pool"]:
-                return f"version {s.version}: pool {s.data['pool']} but transfers give {bal['pool']}"
+        pool += _pool_delta(s)
+        if s.type == "hand_settled" and pool != s.data["pool"]:
+            return f"version {s.version}: pool {s.data['pool']} but transfers give {pool}"
     return True
+
+
+def _pool_delta(s: StoredEvent) -> int:
+    d = s.data
+    if s.type in ("stake_posted", "penalty_assessed"):
+        return int(d["amount"])
+    if s.type == "tricks_paid":
+        return -sum(d["payments"].values())
+    return 0
 
 
 def _action_of(events: Sequence[ev.Event], i: int) -> tuple[Action, int] | None:

@@ -1,4 +1,4 @@
-"""The error values of the product; mapped to HTTP (problem+json) in one place, ledger/api/errors.py."""
+"""The error values of the product; mapped to problem+json in one place (ledger/api/errors.py)."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ Seeds = Callable[[], bytes]
 def create_table(cmd: c.CreateTable, tokens: dict, seeds: Seeds) -> list[ev.Event]:
     """A new table; a shuffled table with auto_deal starts its first hand at once."""
     opts = make_options(cmd.variant, cmd.scoring, len(cmd.seats), cmd.options, cmd.deal)
-    for name, bot in cmd.seats:
+    for _name, bot in cmd.seats:
         if bot is not None and bot not in POLICIES:
             raise Invalid("invalid_option", f"unknown bot {bot!r}: choose one of "
                           f"{', '.join(sorted(POLICIES))}", field="seats")

@@ -68,7 +68,8 @@ def hand_view(t: tb.Table, viewer: Viewer, h: Hand | None = None,
         out["discards"] = {str(s): names(h.discards[s]) if visible(s)
                            else {"count": len(h.discards[s])} for s in per_seat}
     if open_ or viewer.admin:
-        out["boneyard"] = names(h.boneyard) if h.ordered is False else [NAMES[t] for t in h.boneyard]
+        # Shuffled tables keep the boneyard in drawing order; recorded ones know only the set.
+        out["boneyard"] = [NAMES[t] for t in h.boneyard] if h.ordered else names(h.boneyard)
     return out
 
 

@@ -73,7 +73,8 @@ def peak_memory_mb(hands: int) -> float:
     return peak / 1e6
 
 
-def run(seconds: float = 3.0, memory_hands: int = 10_000, out: Callable[[str], None] = print) -> None:
+def run(seconds: float = 3.0, memory_hands: int = 10_000,
+        out: Callable[[str], None] = print) -> None:
     ours = _rate(play_hands, seconds, 50)
     out(f"engine: {ours:,.0f} hands/s (random-legal 4-player Loo, deal to settlement)")
     theirs = openspiel_rate(seconds)

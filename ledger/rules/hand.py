@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ledger.rules.frozen import replace
-
 from ledger import events as ev
 from ledger.errors import RuleViolation
+from ledger.rules.frozen import replace
 from ledger.rules.options import Options
 from ledger.rules.tiles import Tile, is_trump, trick_winner, trump_of
 

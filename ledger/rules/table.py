@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from ledger.rules.frozen import replace
 from typing import Any
 
 from ledger import events as ev
 from ledger.errors import Invalid
 from ledger.rules import hand as hd
-from ledger.rules.decide import decide as decide_hand
 from ledger.rules.actions import Action
 from ledger.rules.deal import commitment, deal, lots, shuffle
+from ledger.rules.decide import decide as decide_hand
+from ledger.rules.frozen import replace
 from ledger.rules.options import Options, make_options
 from ledger.rules.results import result_events
-from ledger.rules.scoring import initial_scores, settle as settle_hand
+from ledger.rules.scoring import initial_scores
+from ledger.rules.scoring import settle as settle_hand
 from ledger.rules.tiles import Tile
 
 
@@ -165,8 +165,8 @@ def _check_open(t: Table) -> None:
 def _created(t: Table, e: ev.TableCreated) -> Table:
     n = e.players
     opts = make_options(e.variant, e.scoring, n, e.options, e.deal)
-    return replace(t, opts=opts, tokens=e.tokens, names=("",) * n, bots=(None,) * n, balances=(0,) * n,
-                   scores=initial_scores(opts), tricks_total=(0,) * n)
+    return replace(t, opts=opts, tokens=e.tokens, names=("",) * n, bots=(None,) * n,
+                   balances=(0,) * n, scores=initial_scores(opts), tricks_total=(0,) * n)
 
 
 def _seat(t: Table, e: ev.SeatFilled) -> Table:

@@ -106,8 +106,11 @@ def test_leak_seat_responses_never_show_hidden_tiles(club: Club):
         # Events of hands already complete are open to all; the live hand's are not.
         live = [e for e in out["events"] if e["hand"] == now["hand"]["number"]]
         assert not set(TILE.findall(json.dumps([live, out["table"]]))) & after
-        bad = club.act(t, {"type": "play", "tile": "0-0"}, t.seats[(seat + 1) % 4])
-        assert not set(TILE.findall(bad.get_data(as_text=True))) & after - {"0-0"}
+        wrong = next(s for s in range(4) if s != now["hand"]["turn"])
+        bad = club.act(t, {"type": "play", "tile": "0-0"}, t.seats[wrong])
+        assert bad.status_code == 422  # and its message names no hidden tile:
+        assert not set(TILE.findall(bad.get_data(as_text=True))) & hidden_from(now, wrong) - {
+            "0-0"}
     assert checked > 100
 
 

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
