@@ -51,3 +51,32 @@ def test_replay_and_audit_of_unknown_table_are_clear_errors(env):
         assert result.exit_code != 0
         assert "no table 'nope'" in result.output
         assert "Traceback" not in result.output
+
+
+def test_audit_names_the_first_tampered_event(env, tmp_path):
+    """Alter a row as the database owner would (bypassing the trigger): audit must say where."""
+    import json
+    import sqlite3
+
+    runner = CliRunner()
+    result = runner.invoke(main, ["play", "--hands", "1", "--players", "3"],
+                           input="1\n" * 60, env=env)
+    table_id = re.search(r"table ([0-9a-f]{32})", result.output).group(1)
+    db = sqlite3.connect(f"{tmp_path}/cli.db")
+    with db:
+        row = db.execute("SELECT data FROM events WHERE table_id = ? AND type = 'stake_posted' "
+                         "ORDER BY version LIMIT 1", (table_id,)).fetchone()
+        data = json.loads(row[0]) | {"amount": 500}
+        with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+            db.execute("UPDATE events SET data = ? WHERE table_id = ? AND type = 'stake_posted'",
+                       (json.dumps(data), table_id))
+    with db:
+        db.execute("DROP TRIGGER events_no_update")
+        version = db.execute("SELECT min(version) FROM events WHERE table_id = ? AND "
+                             "type = 'stake_posted'", (table_id,)).fetchone()[0]
+        db.execute("UPDATE events SET data = ? WHERE table_id = ? AND version = ?",
+                   (json.dumps(data), table_id, version))
+    db.close()
+    audit = runner.invoke(main, ["audit", table_id], env=env)
+    assert audit.exit_code == 1, audit.output
+    assert f"version {version}" in audit.output and "FAILED" in audit.output
