@@ -10,7 +10,7 @@ import click
 from ledger import commands as c
 from ledger.errors import LedgerError
 from ledger.projector import project
-from ledger.rules.tiles import NAMES, SUIT_NAMES, parse_tile
+from ledger.rules.tiles import SUIT_NAMES, parse_tile
 from ledger.service import Ledger
 from ledger.views import Viewer, table_view
 

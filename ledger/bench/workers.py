@@ -16,18 +16,21 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
+from functools import partial
+from typing import Any
 
 from rq import Queue, SimpleWorker
+from rq.job import Job, JobStatus
 
 from ledger import commands as c
 from ledger.bootstrap import Settings, open_database
 from ledger.service import Ledger
 from ledger.store.base import EventStore
-from workers.queue import InlineDispatcher, RqDispatcher, make_queue
+from workers.queue import InlineDispatcher, RqDispatcher, make_queue, rq_job_id
 
 Out = Callable[[str], None]
 TABLES = 4
-TRIVIAL_JOBS = 300
+TRIVIAL_JOBS_PER_HAND = 5  # 200 trivial jobs for the default 40 hands
 HAND_TIMEOUT = 30.0  # seconds a round of hands may take before the bench gives up
 
 
@@ -50,7 +53,13 @@ def purge_queue(queue: Queue) -> None:
             job.delete(remove_from_queue=False)
     queue.delete(delete_jobs=True)
     conn = queue.connection
-    # Registry and execution keys carry the (unique) queue name.
+    # Ended workers leave their record for a minute, no longer in any worker set.
+    for key in conn.scan_iter(match=SimpleWorker.redis_worker_namespace_prefix + "*", count=500):
+        queues, death = conn.hmget(key, "queues", "death")
+        names = queues.decode() if isinstance(queues, bytes) else str(queues or "")
+        if death and queue.name in names.split(","):
+            conn.delete(key)
+    # Registry, execution and worker-set keys carry the (unique) queue name.
     for key in conn.scan_iter(match=f"rq:*{queue.name}*", count=500):
         conn.delete(key)
 
@@ -68,39 +77,68 @@ def _tables(ledger: Ledger, count: int) -> list[str]:
     return [ledger.create_table(cmd)[0] for _ in range(count)]
 
 
-def _settled(ledger: Ledger, table_id: str, number: int) -> bool:
-    t = ledger.load(table_id).table
-    return t.hand is not None and t.hand.number == number and t.settled
+def _all_settled(ledger: Ledger, tables: list[str], number: int) -> bool:
+    for table_id in tables:
+        t = ledger.load(table_id).table
+        if t.hand is None or t.hand.number != number or not t.settled:
+            return False
+    return True
 
 
 def _play(ledger: Ledger, tables: list[str], rounds: int,
-          alive: Callable[[], None] = lambda: None) -> float:
-    """Start a hand at every table, wait until all are settled; returns the seconds taken."""
+          jobs: Callable[[dict[str, int]], None] | None = None) -> float:
+    """Start a hand at every table, wait until all are settled; returns the seconds taken.
+
+    `jobs` waits for the RQ jobs of the round first: it watches their status in Redis, so
+    the driver does not compete with the worker for PostgreSQL while it waits.
+    """
     start = time.perf_counter()
     for number in range(1, rounds + 1):
-        for table_id in tables:
-            ledger.execute(table_id, c.StartHand())
-        deadline = time.monotonic() + HAND_TIMEOUT
-        pending = list(tables)
-        delay = 0.001
-        while pending:
-            pending = [t for t in pending if not _settled(ledger, t, number)]
-            if not pending:
-                break
-            alive()
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"hand {number} not settled within {HAND_TIMEOUT}s")
-            time.sleep(delay)
-            delay = min(delay * 2, 0.01)
+        versions = {t: ledger.execute(t, c.StartHand()).projection.version for t in tables}
+        if jobs is not None:
+            jobs(versions)
+        _until(partial(_all_settled, ledger, tables, number), f"hand {number} settled")
     return time.perf_counter() - start
+
+
+def _until(done: Callable[[], bool], what: str, alive: Callable[[], None] = lambda: None,
+           ) -> None:
+    deadline = time.monotonic() + HAND_TIMEOUT
+    delay = 0.0005
+    while not done():
+        alive()
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what}: not within {HAND_TIMEOUT}s")
+        time.sleep(delay)
+        delay = min(delay * 2, 0.01)
+
+
+def _job_waiter(queue: Queue, alive: Callable[[], None]) -> Callable[[dict[str, int]], None]:
+    """Waits until the `advance` job of each (table, version) has ended."""
+    ended = {JobStatus.FINISHED.value, JobStatus.FAILED.value}
+
+    def wait(versions: dict[str, int]) -> None:
+        keys = [Job.key_for(rq_job_id(f"advance:{t}:{v}")) for t, v in versions.items()]
+
+        def done() -> bool:
+            with queue.connection.pipeline(transaction=False) as pipe:
+                for key in keys:
+                    pipe.hget(key, "status")
+                return all(s is not None and s.decode() in ended for s in pipe.execute())
+
+        _until(done, "the round's jobs", alive)
+
+    return wait
 
 
 def _start_worker(database_url: str, redis_url: str, queue: Queue) -> subprocess.Popen[bytes]:
     loo = os.path.join(os.path.dirname(sys.executable), "loo")
     env = {**os.environ, "DATABASE_URL": database_url, "REDIS_URL": redis_url,
            "LOO_QUEUE_PREFIX": queue.name, "LOO_LOG_LEVEL": "WARNING"}
+    # A session of its own, so that _stop can also reap rq's scheduler child.
     proc = subprocess.Popen([loo, "worker", "--reconcile-every", "0"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
     # Ready once it has registered on the queue (its start-up is not part of the figure).
     deadline = time.monotonic() + 20
     while not any(queue.name in w.queue_names() for w in SimpleWorker.all(queue=queue)):
@@ -120,21 +158,29 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # anything the worker left behind
+    except ProcessLookupError:
+        pass
 
 
-def trivial_jobs_per_second(redis_url: str, count: int = TRIVIAL_JOBS) -> float:
+def trivial_jobs_per_second(redis_url: str, count: int) -> float:
     """A burst SimpleWorker draining `count` jobs that return a constant."""
     queue = make_queue(redis_url, f"loo-bench-trivial-{uuid.uuid4().hex[:12]}")
+    handlers: dict[int, Any] = {}
     try:
         with queue.connection.pipeline() as pipe:
             for _ in range(count):
                 queue.enqueue(constant, pipeline=pipe)
             pipe.execute()
+        handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
         start = time.perf_counter()
         SimpleWorker([queue], connection=queue.connection,
                      serializer=queue.serializer).work(burst=True, logging_level="WARNING")
         return count / (time.perf_counter() - start)
     finally:
+        for sig, handler in handlers.items():  # rq installed its own: give Ctrl-C back
+            signal.signal(sig, handler)
         purge_queue(queue)
         queue.connection.close()
 
@@ -160,9 +206,9 @@ def run(database_url: str, redis_url: str, hands: int = 40, out: Out = print) ->
             if proc is not None and proc.poll() is not None:
                 raise RuntimeError(f"`loo worker` exited with status {proc.returncode}")
 
-        rq_s = _play(remote, tables, rounds, alive)
+        rq_s = _play(remote, tables, rounds, _job_waiter(queue, alive))
         _stop(proc)
-        trivial = trivial_jobs_per_second(redis_url)
+        trivial = trivial_jobs_per_second(redis_url, max(20, played * TRIVIAL_JOBS_PER_HAND))
     finally:
         if proc is not None:
             _stop(proc)

@@ -9,6 +9,8 @@ from typing import Any, Protocol
 
 @dataclass(frozen=True, slots=True)
 class NewEvent:
+    """An event to append; the store gives it its version, position, time and hashes."""
+
     type: str
     hand: int | None
     data: dict[str, Any]
@@ -18,6 +20,8 @@ class NewEvent:
 
 @dataclass(frozen=True, slots=True)
 class StoredEvent:
+    """An event as recorded: immutable, chained to the one before it in its table."""
+
     table_id: str
     version: int
     position: int
@@ -32,6 +36,8 @@ class StoredEvent:
 
 @dataclass(frozen=True, slots=True)
 class IdempotentResult:
+    """What an append under an idempotency key produced, kept for its repeats."""
+
     key: str
     request_hash: str
     first_version: int
@@ -39,7 +45,7 @@ class IdempotentResult:
 
 
 class StoreError(Exception):
-    pass
+    """Anything the event store refuses or cannot do."""
 
 
 class VersionConflict(StoreError):
@@ -49,7 +55,7 @@ class VersionConflict(StoreError):
 
 
 class IdempotencyConflict(StoreError):
-    pass
+    """The idempotency key was already used for a different request."""
 
 
 class AlreadyApplied(StoreError):
@@ -59,27 +65,42 @@ class AlreadyApplied(StoreError):
 
 
 class StoreUnavailable(StoreError):
-    pass
+    """The database cannot be reached or used (bad DATABASE_URL, server down, no schema)."""
 
 
 class EventStore(Protocol):
-    def upgrade(self) -> None: ...
+    """Append-only, per-table versioned, hash-chained events with one global order."""
+
+    def upgrade(self) -> None:
+        """Create or migrate the schema; repeatable."""
+        ...
 
     def append(self, table_id: str, events: Sequence[NewEvent], expected_version: int, *,
                idempotency_key: str | None = None,
-               request_hash: str | None = None) -> list[StoredEvent]: ...
+               request_hash: str | None = None) -> list[StoredEvent]:
+        """All or nothing. An already used key raises AlreadyApplied/IdempotencyConflict
+        (checked first), else a stale expected_version raises VersionConflict."""
+        ...
 
     def load(self, table_id: str, after_version: int = 0,
-             up_to_version: int | None = None) -> list[StoredEvent]: ...
+             up_to_version: int | None = None) -> list[StoredEvent]:
+        """The table's events with after_version < version <= up_to_version, in order."""
+        ...
 
-    def version(self, table_id: str) -> int: ...
+    def version(self, table_id: str) -> int:
+        """The table's last version, 0 when it has no events."""
+        ...
 
-    def read_all(self, after_position: int = 0, limit: int = 1000) -> list[StoredEvent]: ...
+    def read_all(self, after_position: int = 0, limit: int = 1000) -> list[StoredEvent]:
+        """Events of all tables by increasing position; following it never skips one."""
+        ...
 
     def idempotent_result(self, table_id: str, key: str) -> IdempotentResult | None: ...
 
     def table_ids(self) -> list[str]: ...
 
-    def ping(self) -> dict[str, Any]: ...
+    def ping(self) -> dict[str, Any]:
+        """{"backend": ..., ...}; raises StoreUnavailable."""
+        ...
 
     def close(self) -> None: ...

@@ -5,13 +5,30 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from typing import Any
+from datetime import UTC, datetime
+from json.encoder import encode_basestring
+from typing import Any, NamedTuple
+
+from ledger.store.base import NewEvent, StoredEvent
 
 GENESIS = "0" * 64
+# Built once: json.dumps with options constructs a new encoder on every call.
+_encode = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
 
 
 def canonical_json(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _encode(obj)
+
+
+def json_scalar(x: Any) -> str:
+    """canonical_json for the envelope's scalars, skipping the encoder's slow path."""
+    if x is None:
+        return "null"
+    if type(x) is str:
+        return encode_basestring(x)  # what the encoder uses when ensure_ascii=False
+    if type(x) is int:
+        return int.__repr__(x)
+    return _encode(x)
 
 
 def event_hash(prev_hash: str, table_id: str, version: int, type_: str, hand: int | None,
@@ -20,6 +37,60 @@ def event_hash(prev_hash: str, table_id: str, version: int, type_: str, hand: in
                            "hand": hand, "data": data, "causation": causation,
                            "recorded_at": recorded_at})
     return hashlib.sha256((prev_hash + body).encode()).hexdigest()
+
+
+def _body(table_id: str, version: int, type_: str, hand: int | None, data_json: str,
+          causation: str | None, recorded_at: str) -> str:
+    """canonical_json of the hashed fields (keys in sorted order) around encoded data."""
+    enc = json_scalar
+    return (f'{{"causation":{enc(causation)},"data":{data_json},"hand":{enc(hand)},'
+            f'"recorded_at":{enc(recorded_at)},"table_id":{enc(table_id)},'
+            f'"type":{enc(type_)},"version":{enc(version)}}}')
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+class Sealed(NamedTuple):
+    """A new event chained and hashed, waiting for the store to give it a position."""
+
+    version: int
+    type: str
+    hand: int | None
+    data: dict[str, Any]
+    data_json: str  # canonical JSON of data, for stores that keep it as text
+    recorded_at: str
+    causation: str | None
+    prev_hash: str
+    hash: str
+
+
+def seal(table_id: str, expected_version: int, prev_hash: str,
+         events: Sequence[NewEvent]) -> list[Sealed]:
+    """Chain new events onto `prev_hash` (the hash of version `expected_version`).
+
+    The data goes through JSON once, so what the caller gets back is exactly what a later
+    load returns (tuples become lists) and non-JSON data fails before any I/O.
+    """
+    now = utc_now()
+    out = []
+    for version, e in enumerate(events, start=expected_version + 1):
+        at = e.recorded_at or now
+        data_json = _encode(e.data)
+        body = _body(table_id, version, e.type, e.hand, data_json, e.causation, at)
+        h = hashlib.sha256((prev_hash + body).encode()).hexdigest()
+        out.append(Sealed(version, e.type, e.hand, json.loads(data_json), data_json, at,
+                          e.causation, prev_hash, h))
+        prev_hash = h
+    return out
+
+
+def positioned(table_id: str, sealed: Sequence[Sealed], first_position: int) -> list[StoredEvent]:
+    """The stored events, numbered from `first_position` in batch order."""
+    return [StoredEvent(table_id, s.version, first_position + i, s.type, s.hand, s.data,
+                        s.recorded_at, s.causation, s.prev_hash, s.hash)
+            for i, s in enumerate(sealed)]
 
 
 def verify_chain(events: Sequence[Any]) -> str | None:

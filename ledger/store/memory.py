@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import copy
 import threading
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from ledger.store.base import (
@@ -16,10 +14,12 @@ from ledger.store.base import (
     StoredEvent,
     VersionConflict,
 )
-from ledger.store.hashing import GENESIS, event_hash
+from ledger.store.hashing import GENESIS, positioned, seal
 
 
 class MemoryStore:
+    """One lock serialises appends, so positions are gap-free and in commit order."""
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._tables: dict[str, list[StoredEvent]] = {}
@@ -32,6 +32,7 @@ class MemoryStore:
     def append(self, table_id: str, events: Sequence[NewEvent], expected_version: int, *,
                idempotency_key: str | None = None,
                request_hash: str | None = None) -> list[StoredEvent]:
+        request_hash = request_hash or ""
         with self._lock:
             if idempotency_key is not None:
                 found = self._keys.get((table_id, idempotency_key))
@@ -39,45 +40,43 @@ class MemoryStore:
                     if found.request_hash != request_hash:
                         raise IdempotencyConflict(idempotency_key)
                     raise AlreadyApplied(found)
-            rows = self._tables.setdefault(table_id, [])
+            rows = self._tables.get(table_id, [])
             if len(rows) != expected_version:
                 raise VersionConflict(table_id, expected_version, len(rows))
-            prev = rows[-1].hash if rows else GENESIS
-            out = []
-            for i, e in enumerate(events):
-                version = expected_version + i + 1
-                at = e.recorded_at or datetime.now(UTC).isoformat(timespec="microseconds")
-                data = copy.deepcopy(e.data)
-                h = event_hash(prev, table_id, version, e.type, e.hand, data, e.causation, at)
-                out.append(StoredEvent(table_id, version, len(self._all) + i + 1, e.type, e.hand,
-                                       data, at, e.causation, prev, h))
-                prev = h
-            rows.extend(out)
+            if not events:
+                return []
+            sealed = seal(table_id, expected_version, rows[-1].hash if rows else GENESIS, events)
+            out = positioned(table_id, sealed, len(self._all) + 1)
+            self._tables.setdefault(table_id, []).extend(out)
             self._all.extend(out)
-            if idempotency_key is not None and out:
+            if idempotency_key is not None:
                 self._keys[(table_id, idempotency_key)] = IdempotentResult(
-                    idempotency_key, request_hash or "", out[0].version, out[-1].version)
+                    idempotency_key, request_hash, out[0].version, out[-1].version)
             return list(out)
 
     def load(self, table_id: str, after_version: int = 0,
              up_to_version: int | None = None) -> list[StoredEvent]:
-        rows = self._tables.get(table_id, [])
-        return rows[after_version:up_to_version]
+        with self._lock:
+            return self._tables.get(table_id, [])[after_version:up_to_version]
 
     def version(self, table_id: str) -> int:
-        return len(self._tables.get(table_id, []))
+        with self._lock:
+            return len(self._tables.get(table_id, []))
 
     def read_all(self, after_position: int = 0, limit: int = 1000) -> list[StoredEvent]:
-        return self._all[after_position : after_position + limit]
+        with self._lock:
+            return self._all[after_position : after_position + limit]
 
     def idempotent_result(self, table_id: str, key: str) -> IdempotentResult | None:
-        return self._keys.get((table_id, key))
+        with self._lock:
+            return self._keys.get((table_id, key))
 
     def table_ids(self) -> list[str]:
-        return list(self._tables)
+        with self._lock:
+            return sorted(self._tables)
 
     def ping(self) -> dict[str, Any]:
-        return {"backend": "memory"}
+        return {"backend": "memory", "tables": len(self._tables), "events": len(self._all)}
 
     def close(self) -> None:
         return None

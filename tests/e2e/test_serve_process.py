@@ -27,10 +27,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def fetch(url: str, body: Any = None) -> tuple[int, str, Any]:
-    """(status, content type, parsed JSON) for a GET, or a POST when `body` is given."""
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+def fetch(url: str, body: Any = None, *, method: str | None = None, raw: bytes | None = None,
+          content_type: str = "application/json") -> tuple[int, str, Any]:
+    """(status, content type, parsed JSON) for a GET, or a POST when a body is given."""
+    data = raw if raw is not None else None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method,
+                                 headers={"Content-Type": content_type})
     try:
         with urllib.request.urlopen(req, timeout=10) as r:
             return r.status, r.headers.get_content_type(), json.loads(r.read())
@@ -115,3 +117,39 @@ def test_serve_with_gunicorn_workers_on_postgresql(tmp_path: Path, pg_url: str) 
         # Several requests spread over both processes; each composes its own store.
         for _ in range(6):
             assert fetch(url + "/readyz")[0] == 200
+
+
+# ---- errors as a client sees them: problem+json, never a stack trace -----------------------
+def assert_problem(answer: tuple[int, str, Any], status: int, code: str) -> None:
+    got_status, ctype, body = answer
+    assert (got_status, ctype) == (status, "application/problem+json"), answer
+    assert body["status"] == status and body["code"] == code, body
+    assert {"type", "title", "detail"} <= set(body)
+    assert "Traceback" not in json.dumps(body)
+
+
+def test_http_errors_are_problem_json_over_the_wire(tmp_path: Path) -> None:
+    with serving(cwd=tmp_path) as url:
+        assert_problem(fetch(url + "/v1/nowhere"), 404, "not_found")
+        assert_problem(fetch(url + "/healthz", method="DELETE"), 405, "method_not_allowed")
+        assert_problem(fetch(url + "/v1/tables", raw=b'{"seats": ['), 400, "malformed_json")
+        assert_problem(fetch(url + "/v1/tables", raw=b"seats=4", content_type="text/plain"),
+                       415, "unsupported_media_type")
+        assert_problem(fetch(url + "/v1/tables", {"seats": "many"}), 422, "validation_error")
+
+
+def test_an_unexpected_error_is_a_logged_500_without_a_trace(
+        caplog: pytest.LogCaptureFixture) -> None:
+    from ledger.api.app import create_app
+    from ledger.bootstrap import Settings, bootstrap
+
+    app = create_app(bootstrap(Settings.from_env({"DATABASE_URL": "memory://"})))
+
+    @app.get("/boom")
+    def boom() -> Any:
+        raise RuntimeError("secret internals")
+
+    r = app.test_client().get("/boom")
+    assert_problem((r.status_code, r.mimetype, r.get_json()), 500, "internal_error")
+    assert "secret internals" not in r.get_data(as_text=True)
+    assert "secret internals" in caplog.text  # logged, with its traceback, for the operator

@@ -1,0 +1,147 @@
+"""The Flask application factory: config, OpenAPI, health, error handling, blueprints."""
+
+from __future__ import annotations
+
+import html
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import marshmallow as ma
+from flask import Flask, Response, current_app, request
+from flask.views import MethodView
+from flask_smorest import Api, Blueprint
+from werkzeug.exceptions import UnsupportedMediaType
+
+from ledger.api import errors
+from ledger.bootstrap import ENV_VARS, Container, Settings, bootstrap, one_line
+
+log = logging.getLogger(__name__)
+
+API_CONFIG = {
+    "API_TITLE": "Domino Loo ledger",
+    "API_VERSION": "v1",
+    "OPENAPI_VERSION": "3.0.3",
+    "OPENAPI_URL_PREFIX": "/",
+    "OPENAPI_JSON_PATH": "openapi.json",
+}
+
+
+class ProblemSchema(ma.Schema):
+    """application/problem+json (RFC 9457) with the API's stable `code`."""
+
+    class Meta:
+        unknown = ma.INCLUDE  # problems may carry extra members (RFC 9457 §3.2)
+
+    type = ma.fields.String()
+    title = ma.fields.String()
+    status = ma.fields.Integer()
+    detail = ma.fields.String()
+    code = ma.fields.String()
+    rule = ma.fields.String()
+    errors = ma.fields.Dict()
+
+
+class LooApi(Api):
+    ERROR_SCHEMA = ProblemSchema
+
+
+class HealthOut(ma.Schema):
+    status = ma.fields.String()
+
+
+class ReadyOut(ma.Schema):
+    store = ma.fields.Dict()
+    queue = ma.fields.Dict()
+
+
+health = Blueprint("health", __name__, description="Liveness and readiness probes.")
+
+
+@health.route("/healthz")
+class Healthz(MethodView):
+    @health.response(200, HealthOut)
+    def get(self) -> Any:
+        """The process is up (it touches neither the store nor the queue)."""
+        return {"status": "ok"}
+
+
+@health.route("/readyz")
+class Readyz(MethodView):
+    @health.response(200, ReadyOut)
+    @health.alt_response(503, schema=ProblemSchema, description="The store or queue is down")
+    def get(self) -> Any:
+        """The store and the queue this process uses answer, and which they are."""
+        container: Container = current_app.extensions["loo_container"]
+        out: dict[str, Any] = {}
+        for name, ping in (("store", container.store.ping), ("queue", container.dispatcher.ping)):
+            try:
+                out[name] = ping()
+            except Exception as err:  # any failure of a dependency means "not ready"
+                log.warning("readiness: %s: %s", name, one_line(err))
+                return errors.problem(503, f"{name}_unavailable", "Service unavailable",
+                                      f"the {name} does not answer: {one_line(err)}",
+                                      headers={"Retry-After": "5"})
+        return out
+
+
+def docs_page() -> Response:
+    """A self-contained page listing the operations (Swagger UI would need a CDN)."""
+    spec = current_app.extensions["loo_api"].spec.to_dict()
+    rows = []
+    for path, item in spec.get("paths", {}).items():
+        for method, op in item.items():
+            if method in {"get", "post", "put", "patch", "delete"}:
+                rows.append(f"<tr><td><code>{method.upper()}</code></td>"
+                            f"<td><code>{html.escape(path)}</code></td>"
+                            f"<td>{html.escape(op.get('summary', ''))}</td></tr>")
+    info = spec.get("info", {})
+    title = html.escape(f"{info.get('title', 'API')} {info.get('version', '')}")
+    body = (f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title>"
+            "<style>body{font-family:sans-serif;margin:2em}td{padding:.2em 1em}"
+            "tr:nth-child(even){background:#f4f4f4}</style></head><body>"
+            f"<h1>{title}</h1><p>Machine-readable: <a href='/openapi.json'>/openapi.json</a>"
+            " (OpenAPI 3). Errors are application/problem+json.</p>"
+            f"<table><tr><th>Method</th><th>Path</th><th>Summary</th></tr>{''.join(rows)}"
+            "</table></body></html>")
+    return Response(body, mimetype="text/html")
+
+
+def require_json_body() -> None:
+    """A write with a body that is not JSON is refused up front (415), not half-parsed."""
+    if request.method in {"POST", "PUT", "PATCH"} and request.content_length \
+            and not request.is_json:
+        raise UnsupportedMediaType("send the body as JSON, with Content-Type: application/json")
+
+
+def register_blueprints(api: Api) -> None:
+    """Registration point for the resources: ledger/api/routes.py lists every blueprint."""
+    from ledger.api import routes
+
+    routes.register(api)
+
+
+def create_app(container: Container | None = None,
+               test_config: Mapping[str, Any] | None = None) -> Flask:
+    """A new app; without a container one is composed from the environment.
+
+    `test_config` overrides Flask config, and its DATABASE_URL / REDIS_URL / LOO_* keys
+    override the environment when the container is composed here.
+    """
+    app = Flask("ledger")
+    app.config.from_mapping(API_CONFIG)
+    app.config.from_mapping(test_config or {})
+    if container is None:
+        overrides = {k: str(v) for k, v in (test_config or {}).items() if k in ENV_VARS}
+        container = bootstrap(Settings.from_env({**os.environ, **overrides}))
+    app.extensions["loo_container"] = container
+    app.extensions["loo_ledger"] = container.ledger
+    api = LooApi(app)
+    app.extensions["loo_api"] = api
+    errors.register(app)  # after Api(app): replaces flask-smorest's JSON error handler
+    api.register_blueprint(health)
+    register_blueprints(api)
+    app.add_url_rule("/docs", "docs", docs_page)
+    app.before_request(require_json_body)
+    return app

@@ -1,0 +1,92 @@
+"""Every error leaves the API here, as application/problem+json (RFC 9457, API.md)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from typing import Any
+
+from flask import Flask, Response
+from werkzeug.exceptions import HTTPException
+
+from ledger.errors import LedgerError
+from ledger.store.base import IdempotencyConflict, StoreUnavailable, VersionConflict
+
+log = logging.getLogger(__name__)
+PROBLEM = "application/problem+json"
+TYPE_BASE = "urn:loo:problem:"  # `type` names the code; stable, resolves nowhere
+
+
+def problem(status: int, code: str, title: str, detail: str, *, rule: str | None = None,
+            headers: dict[str, str] | None = None,
+            extra: dict[str, Any] | None = None) -> Response:
+    """One problem document; extra members (e.g. `errors`) come after the fixed ones."""
+    body: dict[str, Any] = {"type": TYPE_BASE + code, "title": title, "status": status,
+                            "detail": detail, "code": code}
+    if rule is not None:
+        body["rule"] = rule
+    body.update({k: v for k, v in (extra or {}).items() if k not in body})
+    resp = Response(json.dumps(body), status=status, mimetype=PROBLEM)
+    resp.headers.update(headers or {})
+    return resp
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+
+
+def handle_ledger_error(err: LedgerError) -> Response:
+    return problem(err.status, err.code, err.title, err.detail, rule=err.rule, extra=err.extra)
+
+
+def handle_version_conflict(err: VersionConflict) -> Response:
+    return problem(409, "version_conflict", "Conflict",
+                   f"the table is at version {err.actual}, not {err.expected}: "
+                   "read it again and retry with its current version",
+                   extra={"expected_version": err.expected, "version": err.actual})
+
+
+def handle_idempotency_conflict(err: IdempotencyConflict) -> Response:
+    return problem(409, "idempotency_conflict", "Conflict",
+                   "this Idempotency-Key was already used with another request body; "
+                   "use a new key for a new request")
+
+
+def handle_store_unavailable(err: StoreUnavailable) -> Response:
+    log.error("store unavailable: %s", err)
+    return problem(503, "store_unavailable", "Service unavailable",
+                   "the event store cannot be reached; retry shortly", headers={"Retry-After": "5"})
+
+
+def handle_http_error(err: HTTPException) -> Response:
+    """Werkzeug's and flask-smorest's errors: 400, 404, 405, 415, 422 (webargs), ..."""
+    status = err.code or 500
+    code, detail = _snake(err.name or "error"), err.description or ""
+    data = getattr(err, "data", None) or {}
+    extra: dict[str, Any] = {}
+    if isinstance(getattr(err, "exc", None), ValueError) and status == 400:
+        code, detail = "malformed_json", "the request body is not valid JSON"
+    elif status == 422 and "messages" in data:
+        code, detail = "validation_error", "the request does not match the schema: see errors"
+        extra["errors"] = data["messages"]
+    headers = {k: v for k, v in err.get_headers() if k.lower() != "content-type"}
+    headers.update(data.get("headers") or {})
+    return problem(status, code, err.name or "Error", detail, headers=headers, extra=extra)
+
+
+def handle_unexpected(err: Exception) -> Response:
+    """A bug: log it with its traceback, answer without one."""
+    log.exception("unhandled error")
+    return problem(500, "internal_error", "Internal server error",
+                   "the server failed to handle this request; the error has been logged")
+
+
+def register(app: Flask) -> None:
+    """Install the handlers (after flask-smorest's Api, whose own HTTP handler this replaces)."""
+    app.register_error_handler(LedgerError, handle_ledger_error)
+    app.register_error_handler(VersionConflict, handle_version_conflict)
+    app.register_error_handler(IdempotencyConflict, handle_idempotency_conflict)
+    app.register_error_handler(StoreUnavailable, handle_store_unavailable)
+    app.register_error_handler(HTTPException, handle_http_error)
+    app.register_error_handler(Exception, handle_unexpected)

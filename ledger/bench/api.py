@@ -1,0 +1,314 @@
+"""`loo bench api`: whole hands through the HTTP API vs a bare one-INSERT Flask endpoint.
+
+Both run under the same gunicorn settings (`loo serve --workers 2`: gthread, 4 threads
+per worker) on the same PostgreSQL database, on loopback only. A separate driver
+process runs `clients` threads, each on its own keep-alive connection: for the API each
+client has a table of four person seats and plays whole hands with the admin token,
+choosing every move from the `legal_actions` of the previous answer.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from typing import IO, Any
+
+import psycopg
+
+Out = Callable[[str], None]
+BARE_TABLE = "loo_bench_bare"
+HOST = "127.0.0.1"  # loopback only
+SERVER_START_TIMEOUT = 30.0
+REQUEST_TIMEOUT = 10.0
+FOUR_PEOPLE = {"variant": "loo", "seats": [{"name": n} for n in ("Ann", "Bob", "Cat", "Dan")],
+               "first_dealer": 0, "deal": "shuffled"}
+
+
+# ---- the bare endpoint -------------------------------------------------------------------
+
+def bare_app() -> Any:
+    """A Flask app doing one INSERT per request into PostgreSQL at DATABASE_URL (the floor)."""
+    from flask import Flask, request
+    from psycopg.types.json import Jsonb
+    from psycopg_pool import ConnectionPool
+
+    # The same pool size as the event store, opened in the worker after gunicorn's fork.
+    pool = ConnectionPool(os.environ["DATABASE_URL"], min_size=1, max_size=16,
+                          kwargs={"autocommit": True}, open=False, name="bench-bare")
+    pool.open(wait=False)
+    app = Flask(__name__)
+
+    @app.post("/bare")
+    def insert() -> Any:
+        body = request.get_json(silent=True) or {}
+        with pool.connection() as conn:
+            row = conn.execute(f"INSERT INTO {BARE_TABLE} (body) VALUES (%s) RETURNING id",
+                               (Jsonb(body),)).fetchone()
+        assert row is not None
+        return {"id": row[0]}
+
+    @app.get("/healthz")
+    def healthz() -> Any:
+        return {"status": "ok"}
+
+    return app
+
+
+def serve_bare(port: int, workers: int = 2) -> None:
+    """Serve bare_app() with exactly the gunicorn settings of `loo serve --workers N`."""
+    from ledger.bootstrap import Settings
+    from ledger.cli import GunicornApp
+
+    class BareGunicorn(GunicornApp):
+        def load(self) -> Any:
+            return bare_app()
+
+    settings = Settings(database_url=os.environ["DATABASE_URL"], log_level="WARNING")
+    BareGunicorn(settings, {"bind": f"{HOST}:{port}", "workers": workers}).run()
+
+
+# ---- servers -----------------------------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return int(s.getsockname()[1])
+
+
+def _start(label: str, argv: list[str], database_url: str, port: int,
+           log: IO[bytes]) -> subprocess.Popen[bytes]:
+    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}  # jobs run in-process
+    env |= {"DATABASE_URL": database_url, "LOO_LOG_LEVEL": "WARNING"}
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=log)
+    deadline = time.monotonic() + SERVER_START_TIMEOUT
+    while True:
+        try:
+            conn = http.client.HTTPConnection(HOST, port, timeout=2)
+            conn.request("GET", "/healthz")
+            if conn.getresponse().status == 200:
+                conn.close()
+                return proc
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            _stop(proc)
+            log.seek(0)
+            tail = log.read().decode(errors="replace").strip()[-800:]
+            raise RuntimeError(f"{label} did not start: {tail}")
+        time.sleep(0.1)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)  # gunicorn's graceful shutdown
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+# ---- the driver (runs in its own process) ------------------------------------------------
+
+class Client:
+    """One keep-alive connection; every timed request adds its latency."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.conn = http.client.HTTPConnection(HOST, port, timeout=REQUEST_TIMEOUT)
+        self.latencies: list[float] = []
+        self.errors = 0
+        self.timed = False
+
+    def call(self, method: str, path: str, body: Any = None,
+             token: str | None = None) -> tuple[int, Any]:
+        headers = {"Content-Type": "application/json"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        data = json.dumps(body) if body is not None else None
+        start = time.perf_counter()
+        try:
+            self.conn.request(method, path, body=data, headers=headers)
+            resp = self.conn.getresponse()
+            raw = resp.read()
+        except (OSError, http.client.HTTPException):
+            self.errors += 1
+            self.conn.close()  # reconnects on the next request
+            return 0, None
+        if self.timed:
+            self.latencies.append(time.perf_counter() - start)
+            if resp.status >= 400:
+                self.errors += 1
+        return resp.status, json.loads(raw) if raw else None
+
+
+class Player:
+    """Plays whole hands at its own table with the admin token (acting for each seat)."""
+
+    def __init__(self, client: Client, seed: int) -> None:
+        self.c, self.rng = client, random.Random(seed)
+        self.hands = 0
+        status, created = client.call("POST", "/v1/tables", FOUR_PEOPLE)
+        if status != 201:
+            raise RuntimeError(f"creating a table answered {status}: {created}")
+        self.id, self.token = created["id"], created["admin_token"]
+        self.table = self._get()
+
+    def _get(self) -> dict[str, Any]:
+        status, view = self.c.call("GET", f"/v1/tables/{self.id}", token=self.token)
+        if status != 200:
+            raise RuntimeError(f"reading the table answered {status}: {view}")
+        return view
+
+    def step(self) -> None:
+        legal = self.table.get("legal_actions") or []
+        if not legal:
+            self.table = self._get()
+            hand = self.table.get("hand")
+            waiting = hand is None or hand["phase"] == "complete"
+            if not self.table.get("legal_actions") and waiting:
+                self.c.call("POST", f"/v1/tables/{self.id}/hands", {}, token=self.token)
+                self.table = self._get()
+            return
+        number = (self.table.get("hand") or {}).get("number")
+        body = dict(self.rng.choice(legal), expected_version=self.table["version"])
+        status, answer = self.c.call("POST", f"/v1/tables/{self.id}/actions", body, self.token)
+        if status != 200 or answer is None:
+            self.table = self._get()  # resynchronise after an error
+            return
+        self.table = answer["table"]
+        if (self.table.get("hand") or {}).get("number") != number:
+            self.hands += 1
+
+
+def _drive(kind: str, port: int, seconds: float, clients: int) -> dict[str, Any]:
+    """Run `clients` threads for `seconds`; returns the timed latencies and counts."""
+    ready, go = threading.Barrier(clients + 1), threading.Barrier(clients + 1)
+    results: list[tuple[Client, int]] = []
+    failures: list[str] = []
+    lock = threading.Lock()
+    stop_at = [0.0]
+
+    def work(i: int) -> None:
+        client = Client(port)
+        player: Player | None = None
+        try:
+            if kind == "api":
+                player = Player(client, seed=i)
+        except Exception as err:  # noqa: BLE001 - reported by the orchestrator
+            failures.append(str(err))
+        ready.wait()
+        go.wait()  # stop_at is set between the two
+        if player is None and kind == "api":
+            return
+        client.timed = True
+        payload = {"client": i, "note": "bench"}
+        while time.perf_counter() < stop_at[0]:
+            if player is not None:
+                player.step()
+            else:
+                client.call("POST", "/bare", payload)
+        client.conn.close()
+        with lock:
+            results.append((client, player.hands if player else 0))
+
+    threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(clients)]
+    for t in threads:
+        t.start()
+    ready.wait(timeout=SERVER_START_TIMEOUT)
+    cpu = time.process_time()
+    start = time.perf_counter()
+    stop_at[0] = start + seconds
+    go.wait()
+    for t in threads:
+        t.join(timeout=seconds + 2 * REQUEST_TIMEOUT)
+    elapsed = time.perf_counter() - start
+    cpu = time.process_time() - cpu
+    latencies = sorted(x for c, _ in results for x in c.latencies)
+    return {"latencies": latencies, "elapsed": elapsed, "failures": failures, "cpu": cpu,
+            "errors": sum(c.errors for c, _ in results), "hands": sum(h for _, h in results)}
+
+
+def _measure(kind: str, port: int, seconds: float, clients: int) -> dict[str, Any]:
+    """The driver in a fresh process, so its threads share a GIL with nothing else."""
+    argv = [sys.executable, "-m", "ledger.bench.api", "drive", kind, str(port), str(seconds),
+            str(clients)]
+    done = subprocess.run(argv, capture_output=True, timeout=seconds + 3 * SERVER_START_TIMEOUT,
+                          check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{kind} driver failed: {done.stderr.decode(errors='replace')[-800:]}")
+    stats: dict[str, Any] = json.loads(done.stdout)
+    if stats["failures"]:
+        raise RuntimeError(f"{kind} driver: {stats['failures'][0]}")
+    return stats
+
+
+def _percentile(sorted_values: list[float], q: float) -> float:
+    if not sorted_values:
+        return float("nan")
+    return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
+
+
+def _summary(stats: dict[str, Any]) -> tuple[float, float, float]:
+    lat = stats["latencies"]
+    return (len(lat) / stats["elapsed"], _percentile(lat, 0.50) * 1000,
+            _percentile(lat, 0.99) * 1000)
+
+
+# ---- the benchmark -----------------------------------------------------------------------
+
+def run(database_url: str, seconds: float = 5, clients: int = 16, out: Out = print) -> None:
+    """Measure both servers and print; ends with the api_vs_bare and api_p99_ms ratios."""
+    loo = os.path.join(os.path.dirname(sys.executable), "loo")
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(f"CREATE TABLE IF NOT EXISTS {BARE_TABLE} (id bigserial PRIMARY KEY, "
+                     "body jsonb NOT NULL, at timestamptz NOT NULL DEFAULT now())")
+    try:
+        with tempfile.TemporaryFile() as log:
+            port = free_port()
+            server = _start("loo serve", [loo, "serve", "--workers", "2", "--host", HOST,
+                                          "--port", str(port)], database_url, port, log)
+            try:
+                api = _measure("api", port, seconds, clients)
+            finally:
+                _stop(server)
+        with tempfile.TemporaryFile() as log:
+            port = free_port()
+            code = f"from ledger.bench.api import serve_bare; serve_bare({port})"
+            server = _start("the bare app", [sys.executable, "-c", code], database_url, port,
+                            log)
+            try:
+                bare = _measure("bare", port, seconds, clients)
+            finally:
+                _stop(server)
+    finally:
+        with psycopg.connect(database_url, autocommit=True) as conn:
+            conn.execute(f"DROP TABLE IF EXISTS {BARE_TABLE}")
+    api_rps, api_p50, api_p99 = _summary(api)
+    bare_rps, bare_p50, bare_p99 = _summary(bare)
+    out(f"api: `loo serve --workers 2` (gthread, 4 threads), {clients} clients playing whole "
+        f"hands via POST /actions for {api['elapsed']:.1f} s: {api_rps:,.0f} requests/s, "
+        f"p50 {api_p50:.1f} ms, p99 {api_p99:.1f} ms, {api['hands']} hands, "
+        f"{api['errors']} errors")
+    out(f"bare: Flask + one INSERT per request, same gunicorn settings, {clients} clients: "
+        f"{bare_rps:,.0f} requests/s, p50 {bare_p50:.1f} ms, p99 {bare_p99:.1f} ms, "
+        f"{bare['errors']} errors")
+    out(f"info driver_cpu api {api['cpu']:.1f} s, bare {bare['cpu']:.1f} s of "
+        f"{api['elapsed']:.1f} s wall each (one process, {clients} threads, {os.cpu_count()} CPUs)")
+    out(f"ratio api_vs_bare {api_rps / bare_rps if bare_rps else 0.0:.2f} target 0.5")
+    out(f"ratio api_p99_ms {api_p99:.1f} target 25")
+
+
+if __name__ == "__main__":  # the driver process: drive KIND PORT SECONDS CLIENTS -> JSON
+    _, _, kind_, port_, seconds_, clients_ = sys.argv
+    json.dump(_drive(kind_, int(port_), float(seconds_), int(clients_)), sys.stdout)

@@ -1,0 +1,162 @@
+"""Composition root: Settings from the environment -> store, queue, ledger (one place)."""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    from rq import Queue
+
+    from ledger.service import Ledger
+    from ledger.store.base import EventStore
+    from workers.queue import Dispatcher
+
+DEFAULT_DATABASE_URL = "sqlite:///loo.db"  # relative: ./loo.db in the working directory
+DATABASE_SCHEMES = ("sqlite", "postgresql", "postgres", "memory")  # memory: tests only
+REDIS_SCHEMES = ("redis", "rediss", "unix")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+# Every variable Settings reads; docker-compose.yml and the README are tested against it.
+ENV_VARS = ("DATABASE_URL", "REDIS_URL", "LOO_QUEUE_PREFIX", "LOO_LOG_LEVEL")
+_DB_HINT = "use postgresql://user@host:5432/db or sqlite:///path/loo.db; unset means ./loo.db"
+
+
+class ConfigError(Exception):
+    """Configuration that cannot work: one line naming the variable and what is wrong."""
+
+
+def redact(url: str) -> str:
+    """The URL without its password, fit for a message or a log line."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return parts._replace(netloc=netloc).geturl()
+
+
+def one_line(err: BaseException) -> str:
+    """A driver's message (psycopg's spans lines) as one line."""
+    text = " ".join(str(err).split()) or type(err).__name__
+    return text[:300]
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    database_url: str = DEFAULT_DATABASE_URL
+    redis_url: str | None = None
+    queue_name: str = "loo"
+    log_level: str = "INFO"
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> Settings:
+        """Read and check the variables; an empty value counts as unset."""
+        env = {k: environ.get(k, "").strip() for k in ENV_VARS}
+        db = env["DATABASE_URL"] or DEFAULT_DATABASE_URL
+        _check_scheme("DATABASE_URL", db, DATABASE_SCHEMES, _DB_HINT)
+        redis_url = env["REDIS_URL"] or None
+        if redis_url is not None:
+            _check_scheme("REDIS_URL", redis_url, REDIS_SCHEMES,
+                          "use redis://host:6379/0; unset means jobs run in-process")
+        queue = env["LOO_QUEUE_PREFIX"] or "loo"
+        if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", queue):
+            raise ConfigError(f"LOO_QUEUE_PREFIX: {queue!r} is not a queue name "
+                              "(letters, digits, '.', '_' and '-')")
+        level = (env["LOO_LOG_LEVEL"] or "INFO").upper()
+        if level not in LOG_LEVELS:
+            raise ConfigError(f"LOO_LOG_LEVEL: {level!r} is not one of {', '.join(LOG_LEVELS)}")
+        return cls(database_url=db, redis_url=redis_url, queue_name=queue, log_level=level)
+
+
+def _check_scheme(var: str, url: str, schemes: tuple[str, ...], hint: str) -> None:
+    scheme = urlsplit(url).scheme if "://" in url else ""
+    if not scheme:
+        raise ConfigError(f"{var}: {redact(url)!r} is not a URL ({hint})")
+    if scheme not in schemes:
+        raise ConfigError(f"{var}: unsupported scheme {scheme!r} in {redact(url)} ({hint})")
+
+
+@dataclass(frozen=True, slots=True)
+class Container:
+    """What every entry point needs, built once per process."""
+
+    settings: Settings
+    store: EventStore
+    queue: Queue | None  # None: jobs run in-process
+    dispatcher: Dispatcher
+    ledger: Ledger
+
+    def close(self) -> None:
+        self.store.close()
+        if self.queue is not None:
+            self.queue.connection.close()
+
+
+def open_database(settings: Settings, *, upgrade: bool = True) -> EventStore:
+    """The event store at DATABASE_URL, its schema created or migrated unless told not to."""
+    from ledger.store import open_store
+    from ledger.store.base import StoreUnavailable
+
+    errors: tuple[type[BaseException], ...] = (StoreUnavailable, OSError, sqlite3.OperationalError)
+    try:
+        import psycopg
+
+        errors += (psycopg.OperationalError,)
+    except ImportError:  # pragma: no cover - psycopg is a dependency
+        pass
+    url = settings.database_url
+    try:
+        store = open_store(url)
+        if upgrade:
+            store.upgrade()
+    except errors as err:
+        # The store's own message may already name the URL and the variable: say it once.
+        text = re.sub(r"\s*\(check DATABASE_URL\)", "", one_line(err))
+        if redact(url) not in text:
+            text = f"cannot use {redact(url)} ({text})"
+        raise ConfigError(f"DATABASE_URL: {text}") from err
+    return store
+
+
+def connect_queue(settings: Settings) -> Queue | None:
+    """The RQ queue at REDIS_URL (checked with a ping), or None for in-process jobs."""
+    if settings.redis_url is None:
+        return None
+    import redis
+
+    from workers.queue import make_queue
+
+    url = settings.redis_url
+    try:
+        queue = make_queue(url, settings.queue_name, socket_timeout=3)
+        queue.connection.ping()
+    except (redis.RedisError, ValueError, OSError) as err:
+        raise ConfigError(f"REDIS_URL: cannot connect to {redact(url)} ({one_line(err)})") from err
+    return queue
+
+
+def bootstrap(settings: Settings, *, upgrade: bool = True) -> Container:
+    """Compose the store, the queue (or in-process jobs) and the ledger service."""
+    from ledger.service import Ledger
+    from workers.queue import InlineDispatcher, RqDispatcher
+
+    store = open_database(settings, upgrade=upgrade)
+    try:
+        queue = connect_queue(settings)
+    except ConfigError:
+        store.close()
+        raise
+    dispatcher: Any = RqDispatcher(queue) if queue is not None else InlineDispatcher()
+    ledger = Ledger(store, dispatcher)
+    if queue is None:
+        dispatcher.bind(ledger=ledger)  # in-process jobs use this ledger, not a new one
+    return Container(settings, store, queue, dispatcher, ledger)
+
+
+def build_ledger(settings: Settings) -> Ledger:
+    """The ledger service alone (CLI commands and workers that need nothing else)."""
+    return bootstrap(settings).ledger

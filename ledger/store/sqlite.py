@@ -1,0 +1,189 @@
+"""SQLite event store (stdlib sqlite3, WAL): the embedded default.
+
+Global order: `BEGIN IMMEDIATE` takes SQLite's single write lock before anything is read,
+so appends are serialised across threads and processes. Positions continue from
+max(position) inside that transaction: gap-free, and committed in order, so a reader
+following `read_all(after_position)` never skips. Readers never block writers (WAL).
+
+Connections are pooled per process and each is used by one thread at a time, which is
+safe for Flask threads; a forked child (gunicorn) never touches its parent's connections.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from ledger.store.base import (
+    AlreadyApplied,
+    IdempotencyConflict,
+    IdempotentResult,
+    NewEvent,
+    StoredEvent,
+    StoreUnavailable,
+    VersionConflict,
+)
+from ledger.store.bulk import gc_paused, load_json
+from ledger.store.hashing import GENESIS, positioned, seal
+from ledger.store.sqlite_schema import MIGRATIONS
+
+_COLS = "version, position, type, hand, data, recorded_at, causation, prev_hash, hash"
+_HEAD = "SELECT version, hash FROM events WHERE table_id = ? ORDER BY version DESC LIMIT 1"
+_IDEM = ("SELECT key, request_hash, first_version, last_version FROM idempotency"
+         " WHERE table_id = ? AND key = ?")
+_INSERT = ("INSERT INTO events (table_id, version, position, type, hand, data, causation,"
+           " recorded_at, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+_MAX_IDLE = 8
+# Connections inherited through fork() are never closed in the child (SQLite forbids
+# using them there, and closing could checkpoint or unlink the parent's WAL).
+_ORPHANS: list[object] = []
+
+
+class SqliteStore:
+    """EventStore in one SQLite file."""
+
+    def __init__(self, path: str, *, timeout: float = 30.0) -> None:
+        self.path, self._timeout = path, timeout
+        self._lock = threading.Lock()  # guards the idle list only
+        self._idle: list[sqlite3.Connection] = []
+        self._pid = os.getpid()
+        with self._conn() as conn:
+            conn.execute("SELECT 1")
+
+    # ---- connections ----------------------------------------------------------------------
+    def _open(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None,
+                                   check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")  # a ledger: committed means on disk
+        except sqlite3.Error as err:
+            raise StoreUnavailable(f"cannot open SQLite database {self.path!r} "
+                                   f"(check DATABASE_URL): {err}") from None
+        return conn
+
+    @contextmanager
+    def _conn(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            if os.getpid() != self._pid:
+                _ORPHANS.extend(self._idle)
+                self._idle, self._pid = [], os.getpid()
+            conn = self._idle.pop() if self._idle else None
+        conn = conn or self._open()
+        try:
+            yield conn
+        except sqlite3.OperationalError as err:
+            hint = ": run `loo db upgrade`" if "no such table" in str(err) else ""
+            raise StoreUnavailable(f"SQLite database {self.path!r}: {err}{hint}") from err
+        finally:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            with self._lock:
+                keep = len(self._idle) < _MAX_IDLE and os.getpid() == self._pid
+                if keep:
+                    self._idle.append(conn)
+            if not keep:
+                conn.close()
+
+    # ---- schema ---------------------------------------------------------------------------
+    def upgrade(self) -> None:
+        """Apply pending migrations in one write transaction (BEGIN IMMEDIATE serialises)."""
+        with self._conn() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations ("
+                         "version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)")
+            done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
+            for version, statements in MIGRATIONS:
+                if version not in done:
+                    for sql in statements:
+                        conn.execute(sql)
+                    conn.execute("INSERT INTO schema_migrations VALUES (?, datetime('now'))",
+                                 (version,))
+            conn.execute("COMMIT")
+
+    # ---- writes ---------------------------------------------------------------------------
+    def append(self, table_id: str, events: Sequence[NewEvent], expected_version: int, *,
+               idempotency_key: str | None = None,
+               request_hash: str | None = None) -> list[StoredEvent]:
+        request_hash = request_hash or ""
+        with self._conn() as conn:
+            conn.execute("BEGIN IMMEDIATE")  # the write lock first: nothing read goes stale
+            if idempotency_key is not None:
+                row = conn.execute(_IDEM, (table_id, idempotency_key)).fetchone()
+                if row is not None:
+                    found = IdempotentResult(*row)
+                    if found.request_hash != request_hash:
+                        raise IdempotencyConflict(idempotency_key)
+                    raise AlreadyApplied(found)
+            head = conn.execute(_HEAD, (table_id,)).fetchone() or (0, GENESIS)
+            if head[0] != expected_version:
+                raise VersionConflict(table_id, expected_version, head[0])
+            if not events:
+                return []
+            (last,) = conn.execute("SELECT coalesce(max(position), 0) FROM events").fetchone()
+            sealed = seal(table_id, expected_version, head[1], events)
+            conn.executemany(_INSERT, [
+                (table_id, s.version, last + i, s.type, s.hand, s.data_json, s.causation,
+                 s.recorded_at, s.prev_hash, s.hash) for i, s in enumerate(sealed, start=1)])
+            if idempotency_key is not None:
+                conn.execute("INSERT INTO idempotency VALUES (?, ?, ?, ?, ?)",
+                             (table_id, idempotency_key, request_hash, sealed[0].version,
+                              sealed[-1].version))
+            conn.execute("COMMIT")
+        return positioned(table_id, sealed, last + 1)
+
+    # ---- reads ----------------------------------------------------------------------------
+    def load(self, table_id: str, after_version: int = 0,
+             up_to_version: int | None = None) -> list[StoredEvent]:
+        sql = f"SELECT {_COLS} FROM events WHERE table_id = ? AND version > ?"
+        args: tuple[Any, ...] = (table_id, after_version)
+        if up_to_version is not None:
+            sql, args = sql + " AND version <= ?", (*args, up_to_version)
+        loads = load_json
+        with self._conn() as conn, gc_paused():
+            rows = conn.execute(sql + " ORDER BY version", args).fetchall()
+            return [StoredEvent(table_id, v, p, t, h, loads(d), r, c, ph, hh)
+                    for v, p, t, h, d, r, c, ph, hh in rows]
+
+    def version(self, table_id: str) -> int:
+        with self._conn() as conn:
+            row = conn.execute(_HEAD, (table_id,)).fetchone()
+        return row[0] if row else 0
+
+    def read_all(self, after_position: int = 0, limit: int = 1000) -> list[StoredEvent]:
+        loads = load_json
+        with self._conn() as conn:
+            rows = conn.execute(f"SELECT table_id, {_COLS} FROM events WHERE position > ?"
+                                " ORDER BY position LIMIT ?", (after_position, limit)).fetchall()
+        return [StoredEvent(ti, v, p, t, h, loads(d), r, c, ph, hh)
+                for ti, v, p, t, h, d, r, c, ph, hh in rows]
+
+    def idempotent_result(self, table_id: str, key: str) -> IdempotentResult | None:
+        with self._conn() as conn:
+            row = conn.execute(_IDEM, (table_id, key)).fetchone()
+        return IdempotentResult(*row) if row else None
+
+    def table_ids(self) -> list[str]:
+        with self._conn() as conn:
+            return [r[0] for r in conn.execute("SELECT DISTINCT table_id FROM events"
+                                               " ORDER BY table_id")]
+
+    def ping(self) -> dict[str, Any]:
+        with self._conn() as conn:
+            migrated = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table'"
+                                    " AND name = 'schema_migrations'").fetchone()
+            version = (conn.execute("SELECT max(version) FROM schema_migrations").fetchone()[0]
+                       if migrated else None)
+        return {"backend": "sqlite", "path": self.path, "sqlite_version": sqlite3.sqlite_version,
+                "schema_version": version or 0}
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        if os.getpid() == self._pid:
+            for conn in idle:
+                conn.close()

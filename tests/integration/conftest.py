@@ -1,0 +1,97 @@
+"""Store fixtures: one `backend` fixture, parametrised over memory, SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from ledger.store.base import EventStore
+from ledger.store.memory import MemoryStore
+from ledger.store.sqlite import SqliteStore
+
+# (kind, target, schema): enough for another process to open the same store.
+Spec = tuple[str, str, str | None]
+
+
+def open_spec(spec: Spec) -> EventStore:
+    kind, target, schema = spec
+    if kind == "sqlite":
+        return SqliteStore(target)
+    from ledger.store.postgres import PostgresStore
+
+    return PostgresStore(target, schema=schema)
+
+
+@dataclass
+class Backend:
+    """A store under test plus raw access to its database, as its owner would have."""
+
+    name: str
+    store: EventStore
+    spec: Spec | None = None  # None for the memory store: nothing to reopen
+
+    def raw(self, sql: str) -> None:
+        """Run SQL directly, bypassing the store (for immutability and tampering tests)."""
+        assert self.spec is not None
+        kind, target, schema = self.spec
+        if kind == "sqlite":
+            conn = sqlite3.connect(target, isolation_level=None)
+            try:
+                conn.execute(sql)
+            finally:
+                conn.close()
+            return
+        import psycopg
+
+        with psycopg.connect(target, autocommit=True,
+                             options=f"-c search_path={schema}") as pg:
+            pg.execute(sql.encode())
+
+    def reopen(self) -> EventStore:
+        assert self.spec is not None
+        return open_spec(self.spec)
+
+
+@pytest.fixture
+def memory_backend() -> Iterator[Backend]:
+    yield Backend("memory", MemoryStore())
+
+
+@pytest.fixture
+def sqlite_backend(tmp_path: Path) -> Iterator[Backend]:
+    path = str(tmp_path / "loo.db")
+    store = SqliteStore(path)
+    store.upgrade()
+    yield Backend("sqlite", store, ("sqlite", path, None))
+    store.close()
+
+
+@pytest.fixture
+def postgres_backend(pg_url: str) -> Iterator[Backend]:
+    """A schema of its own per test, inside the session's database."""
+    import psycopg
+
+    from ledger.store.postgres import PostgresStore
+
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    store = PostgresStore(pg_url, schema=schema)
+    store.upgrade()
+    yield Backend("postgres", store, ("postgres", pg_url, schema))
+    store.close()
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(f"DROP SCHEMA {schema} CASCADE".encode())
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest) -> Backend:
+    return request.getfixturevalue(f"{request.param}_backend")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def sql_backend(request: pytest.FixtureRequest) -> Backend:
+    return request.getfixturevalue(f"{request.param}_backend")

@@ -1,0 +1,49 @@
+"""Smoke runs of `loo bench workers` and `loo bench api` with tiny parameters: no rot."""
+
+from __future__ import annotations
+
+import re
+
+import psycopg
+import pytest
+import redis
+
+pytestmark = [pytest.mark.postgres]
+
+RATIO = re.compile(r"^ratio (\w+) (-?[0-9.]+|nan|inf) target ([0-9.]+)$")
+
+
+def _ratios(lines: list[str]) -> dict[str, float]:
+    found = {}
+    for line in lines:
+        m = RATIO.match(line)
+        if m:
+            found[m.group(1)] = float(m.group(2))
+    return found
+
+
+@pytest.mark.redis
+def test_bench_workers_prints_its_ratio_and_cleans_up(pg_url: str, redis_url: str) -> None:
+    from ledger.bench import workers
+
+    lines: list[str] = []
+    workers.run(pg_url, redis_url, hands=4, out=lines.append)
+    assert RATIO.match(lines[-1]) and lines[-1].startswith("ratio workers_vs_inprocess ")
+    assert _ratios(lines)["workers_vs_inprocess"] > 0
+    assert any("jobs/s" in line for line in lines)
+    leftovers = list(redis.Redis.from_url(redis_url).scan_iter(match="*loo-bench-*"))
+    assert leftovers == []
+
+
+def test_bench_api_prints_its_ratios_and_stops(pg_url: str) -> None:
+    from ledger.bench import api
+
+    lines: list[str] = []
+    api.run(pg_url, seconds=0.5, clients=2, out=lines.append)
+    ratios = _ratios(lines)
+    assert set(ratios) == {"api_vs_bare", "api_p99_ms"}
+    assert ratios["api_vs_bare"] > 0 and ratios["api_p99_ms"] > 0
+    assert [RATIO.match(x).group(1) for x in lines[-2:]] == ["api_vs_bare", "api_p99_ms"]
+    assert all(" 0 errors" in x for x in lines if x.startswith(("api:", "bare:")))
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT to_regclass(%s)", (api.BARE_TABLE,)).fetchone() == (None,)

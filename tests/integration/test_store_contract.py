@@ -1,0 +1,224 @@
+"""The EventStore contract, run against the memory store, SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+
+from ledger.store.base import (
+    AlreadyApplied,
+    EventStore,
+    IdempotencyConflict,
+    NewEvent,
+    StoredEvent,
+    StoreError,
+    VersionConflict,
+)
+from ledger.store.hashing import GENESIS, event_hash, verify_chain
+from tests.integration.conftest import Backend
+
+
+def new_table() -> str:
+    return f"table-{uuid.uuid4().hex}"
+
+
+def events(n: int, start: int = 0) -> list[NewEvent]:
+    return [NewEvent("tile_played", 1, {"seat": (start + i) % 4, "tile": [i % 7, 3], "n": i},
+                     causation=f"cmd:{start + i}") for i in range(n)]
+
+
+def read_all_until(store: EventStore, count: int, after: int = 0,
+                   timeout: float = 20.0) -> list[StoredEvent]:
+    """Follow read_all until `count` events arrived (PostgreSQL may hold back the newest
+    while an unrelated transaction is open: delayed, never skipped)."""
+    got: list[StoredEvent] = []
+    deadline = time.monotonic() + timeout
+    while len(got) < count and time.monotonic() < deadline:
+        batch = store.read_all(got[-1].position if got else after, limit=7)
+        got.extend(batch)
+        if not batch:
+            time.sleep(0.01)
+    return got
+
+
+def test_appended_events_load_back_identical(backend: Backend) -> None:
+    t = new_table()
+    stored = backend.store.append(t, events(3), 0)
+    assert [e.version for e in stored] == [1, 2, 3]
+    assert backend.store.load(t) == stored
+    assert [(e.type, e.hand, e.data, e.causation) for e in stored] == [
+        ("tile_played", 1, {"seat": i, "tile": [i, 3], "n": i}, f"cmd:{i}") for i in range(3)]
+
+
+def test_versions_run_from_one_without_gaps(backend: Backend) -> None:
+    t = new_table()
+    for v in range(0, 10, 2):
+        backend.store.append(t, events(2, v), v)
+    loaded = backend.store.load(t)
+    assert [e.version for e in loaded] == list(range(1, 11))
+    assert backend.store.version(t) == 10
+    assert [e.version for e in backend.store.load(t, after_version=3, up_to_version=6)] == [4, 5, 6]
+    assert backend.store.load(t, after_version=10) == []
+
+
+def test_unknown_table_is_at_version_zero_and_empty(backend: Backend) -> None:
+    assert backend.store.version("nobody") == 0
+    assert backend.store.load("nobody") == []
+
+
+def test_stale_expected_version_raises_conflict_and_writes_nothing(backend: Backend) -> None:
+    t = new_table()
+    backend.store.append(t, events(2), 0)
+    for stale in (0, 1, 3):
+        with pytest.raises(VersionConflict) as err:
+            backend.store.append(t, events(3), stale)
+        assert (err.value.table_id, err.value.expected, err.value.actual) == (t, stale, 2)
+    assert backend.store.version(t) == 2
+    assert len(backend.store.load(t)) == 2
+
+
+def test_batch_is_all_or_nothing(backend: Backend) -> None:
+    t = new_table()
+    backend.store.append(t, events(1), 0)
+    with pytest.raises(VersionConflict):
+        backend.store.append(t, events(5), 0)
+    stored = backend.store.append(t, events(5, 1), 1)
+    assert [e.version for e in stored] == [2, 3, 4, 5, 6]
+    assert backend.store.load(t) == backend.store.load(t, 0, 1) + stored
+
+
+def test_batch_failing_in_the_database_midway_writes_nothing(sql_backend: Backend) -> None:
+    t = new_table()
+    bad = [*events(4), NewEvent("tile_played", 2**70, {})]  # no integer column holds it
+    with pytest.raises((StoreError, OverflowError)):
+        sql_backend.store.append(t, bad, 0)
+    assert sql_backend.store.version(t) == 0
+    assert [e.version for e in sql_backend.store.append(t, events(2), 0)] == [1, 2]
+
+
+def test_empty_batch_appends_nothing_but_still_checks_the_version(backend: Backend) -> None:
+    t = new_table()
+    assert backend.store.append(t, [], 0) == []
+    with pytest.raises(VersionConflict):
+        backend.store.append(t, [], 1)
+
+
+def test_repeated_idempotency_key_returns_the_first_result(backend: Backend) -> None:
+    t = new_table()
+    backend.store.append(t, events(1), 0)
+    first = backend.store.append(t, events(2), 1, idempotency_key="k1", request_hash="h1")
+    with pytest.raises(AlreadyApplied) as err:
+        backend.store.append(t, events(2), 3, idempotency_key="k1", request_hash="h1")
+    r = err.value.result
+    assert (r.key, r.request_hash, r.first_version, r.last_version) == ("k1", "h1", 2, 3)
+    assert backend.store.idempotent_result(t, "k1") == r
+    # A stale version does not hide that the command was already applied.
+    with pytest.raises(AlreadyApplied):
+        backend.store.append(t, events(2), 1, idempotency_key="k1", request_hash="h1")
+    assert backend.store.load(t)[1:] == first
+
+
+def test_idempotency_key_reused_for_another_request_is_refused(backend: Backend) -> None:
+    t = new_table()
+    backend.store.append(t, events(1), 0, idempotency_key="k", request_hash="h1")
+    with pytest.raises(IdempotencyConflict):
+        backend.store.append(t, events(1), 1, idempotency_key="k", request_hash="h2")
+    assert backend.store.version(t) == 1
+
+
+def test_idempotency_keys_are_per_table(backend: Backend) -> None:
+    a, b = new_table(), new_table()
+    backend.store.append(a, events(1), 0, idempotency_key="k", request_hash="h")
+    assert backend.store.append(b, events(1), 0, idempotency_key="k", request_hash="h")
+    assert backend.store.idempotent_result(a, "other") is None
+
+
+def test_idempotency_survives_a_new_store_instance(sql_backend: Backend) -> None:
+    t = new_table()
+    sql_backend.store.append(t, events(2), 0, idempotency_key="k", request_hash="h")
+    other = sql_backend.reopen()
+    try:
+        with pytest.raises(AlreadyApplied) as err:
+            other.append(t, events(2), 2, idempotency_key="k", request_hash="h")
+        assert (err.value.result.first_version, err.value.result.last_version) == (1, 2)
+    finally:
+        other.close()
+
+
+@pytest.mark.parametrize("statement", [
+    "UPDATE events SET data = '{}'", "DELETE FROM events",
+    "UPDATE idempotency SET request_hash = 'x'", "DELETE FROM idempotency"])
+def test_the_database_refuses_to_change_history(sql_backend: Backend, statement: str) -> None:
+    t = new_table()
+    sql_backend.store.append(t, events(2), 0, idempotency_key="k", request_hash="h")
+    with pytest.raises(Exception, match="append-only"):
+        sql_backend.raw(statement)
+    assert sql_backend.store.load(t)[1].data == events(2)[1].data
+    assert sql_backend.store.idempotent_result(t, "k") is not None
+
+
+def test_hash_chain_links_every_event_to_the_one_before(backend: Backend) -> None:
+    t = new_table()
+    backend.store.append(t, events(2), 0)
+    backend.store.append(t, [NewEvent("hand_started", None, {"n": "é"},
+                                      recorded_at="2024-05-01T12:00:00.000000+00:00")], 2)
+    loaded = backend.store.load(t)
+    assert loaded[0].prev_hash == GENESIS
+    assert [e.prev_hash for e in loaded[1:]] == [e.hash for e in loaded[:-1]]
+    last = loaded[-1]
+    assert last.recorded_at == "2024-05-01T12:00:00.000000+00:00"
+    assert last.hash == event_hash(last.prev_hash, t, 3, "hand_started", None, {"n": "é"},
+                                   None, last.recorded_at)
+    assert verify_chain(loaded) is None
+
+
+def test_tampering_by_the_owner_is_caught_at_the_first_broken_version(
+        sql_backend: Backend) -> None:
+    t = new_table()
+    sql_backend.store.append(t, events(5), 0)
+    if sql_backend.name == "sqlite":  # the owner drops the trigger...
+        sql_backend.raw("DROP TRIGGER events_no_update")
+        sql_backend.raw(f"UPDATE events SET data = '{{\"seat\": 9}}' "
+                        f"WHERE table_id = '{t}' AND version = 3")
+    else:  # ...or disables it
+        sql_backend.raw("ALTER TABLE events DISABLE TRIGGER events_append_only")
+        sql_backend.raw(f"UPDATE events SET data = '{{\"seat\": 9}}' "
+                        f"WHERE table_id = '{t}' AND version = 3")
+        sql_backend.raw("ALTER TABLE events ENABLE TRIGGER events_append_only")
+    problem = verify_chain(sql_backend.store.load(t))
+    assert problem is not None and problem.startswith("version 3:")
+
+
+def test_read_all_follows_the_global_order_across_tables(backend: Backend) -> None:
+    a, b = new_table(), new_table()
+    backend.store.append(a, events(2), 0)
+    backend.store.append(b, events(3), 0)
+    backend.store.append(a, events(1, 2), 2)
+    got = read_all_until(backend.store, 6)
+    assert [(e.table_id, e.version) for e in got] == [
+        (a, 1), (a, 2), (b, 1), (b, 2), (b, 3), (a, 3)]
+    positions = [e.position for e in got]
+    assert positions == sorted(set(positions))
+    assert backend.store.read_all(positions[2], limit=2) == got[3:5]
+    assert sorted(backend.store.table_ids()) == sorted([a, b])
+
+
+def test_append_returns_the_positions_read_all_sees(backend: Backend) -> None:
+    t = new_table()
+    stored = backend.store.append(t, events(3), 0)
+    assert read_all_until(backend.store, 3) == stored
+
+
+def test_upgrade_twice_is_harmless(backend: Backend) -> None:
+    t = new_table()
+    backend.store.append(t, events(2), 0)
+    backend.store.upgrade()
+    backend.store.upgrade()
+    assert len(backend.store.load(t)) == 2
+    info = backend.store.ping()
+    assert info["backend"] == {"memory": "memory", "sqlite": "sqlite",
+                               "postgres": "postgresql"}[backend.name]
+    if backend.name != "memory":
+        assert info["schema_version"] == 1

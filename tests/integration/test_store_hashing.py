@@ -1,0 +1,72 @@
+"""The hash chain helpers: the fast paths agree with the reference definitions."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ledger.store.base import NewEvent
+from ledger.store.bulk import load_json
+from ledger.store.hashing import (
+    GENESIS,
+    canonical_json,
+    event_hash,
+    positioned,
+    seal,
+    verify_chain,
+)
+
+scalars = st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.text(max_size=8)
+json_values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3)
+                           | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+                           max_leaves=8)
+new_events = st.builds(NewEvent, type=st.text(min_size=1, max_size=12),
+                       hand=st.none() | st.integers(0, 2**31 - 1),
+                       data=st.dictionaries(st.text(max_size=5), json_values, max_size=4),
+                       causation=st.none() | st.text(max_size=12),
+                       recorded_at=st.none() | st.just("2024-05-01T12:00:00.000000+00:00"))
+
+
+@given(st.text(max_size=10), st.integers(0, 10**6), st.lists(new_events, min_size=1, max_size=4))
+def test_sealed_hashes_follow_the_reference_definition(table_id: str, start: int,
+                                                        events: list[NewEvent]) -> None:
+    sealed = seal(table_id, start, GENESIS, events)
+    prev = GENESIS
+    for s in sealed:
+        assert s.hash == event_hash(prev, table_id, s.version, s.type, s.hand, s.data,
+                                    s.causation, s.recorded_at)
+        assert s.data_json == canonical_json(s.data)
+        prev = s.hash
+
+
+def test_canonical_json_is_sorted_compact_and_unescaped() -> None:
+    assert canonical_json({"b": [1, "é"], "a": None}) == '{"a":null,"b":[1,"é"]}'
+
+
+def test_sealing_copies_data_through_json() -> None:
+    data = {"tiles": (1, 2)}
+    (s,) = seal("t", 0, GENESIS, [NewEvent("x", None, data)])
+    assert s.data == {"tiles": [1, 2]} and s.data is not data
+
+
+def test_verify_chain_names_a_missing_version() -> None:
+    events = positioned("t", seal("t", 0, GENESIS, [NewEvent("x", None, {})] * 3), 1)
+    assert verify_chain(events) is None
+    assert verify_chain([events[0], events[2]]) == "version 2 is missing (found 3)"
+
+
+@given(json_values)
+def test_load_json_decodes_like_json_loads(value: Any) -> None:
+    text = json.dumps(value)
+    assert load_json(text) == json.loads(text)
+    assert load_json(text.encode()) == json.loads(text)
+
+
+@pytest.mark.parametrize("bad", ["", "{", '{"a": 1} trailing'])
+def test_load_json_refuses_what_json_loads_refuses(bad: str) -> None:
+    with pytest.raises(ValueError):
+        load_json(bad)
