@@ -243,3 +243,18 @@ def bench_workers(database_url: str | None, redis_url: str | None, hands: int) -
     from ledger.bench import workers
 
     workers.run(s.database_url, s.redis_url, hands=hands, out=click.echo)
+
+
+@bench.command("api")
+@click.option("--database-url", envvar="DATABASE_URL", default=None,
+              help="a postgresql:// database [default: $DATABASE_URL]")
+@click.option("--seconds", type=click.FloatRange(min=0.5), default=10.0, show_default=True)
+@click.option("--clients", type=click.IntRange(min=1), default=16, show_default=True)
+def bench_api(database_url: str | None, seconds: float, clients: int) -> None:
+    """`loo serve --workers 2` under load against a bare one-INSERT Flask endpoint."""
+    s = Settings.from_env({"DATABASE_URL": database_url or ""})
+    if not s.database_url.startswith("postgresql"):
+        raise ConfigError("DATABASE_URL: `loo bench api` needs a postgresql:// database")
+    from ledger.bench import api
+
+    api.run(s.database_url, seconds=seconds, clients=clients, out=click.echo)
