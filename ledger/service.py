@@ -84,6 +84,10 @@ class Ledger:
         self._remember(table_id, p)
         return p
 
+    def cached(self, table_id: str) -> Projection | None:
+        """The latest projection this process has seen of the table (no database read)."""
+        return self._cache.get(table_id)
+
     def _remember(self, table_id: str, p: Projection) -> None:
         with self._lock:
             old = self._cache.get(table_id)
@@ -125,9 +129,13 @@ class Ledger:
 
     def execute(self, table_id: str, cmd: c.Command, *, expected_version: int | None = None,
                 idempotency_key: str | None = None, request_hash: str | None = None,
-                dispatch: bool = True) -> Outcome:
-        """Run one command against the latest state; stale expected_version -> VersionConflict."""
-        p = self.load(table_id)
+                dispatch: bool = True, loaded: Projection | None = None) -> Outcome:
+        """Run one command against the latest state; stale expected_version -> VersionConflict.
+
+        `loaded` is the table as the caller has just loaded it (saves a read); if another
+        writer appended since, the append's version check refuses the write all the same.
+        """
+        p = loaded if loaded is not None else self.load(table_id)
         if idempotency_key is not None:
             found = self.store.idempotent_result(table_id, idempotency_key)
             if found is not None:  # a repeat: nothing is decided or appended again

@@ -11,10 +11,11 @@ from typing import Any
 import marshmallow as ma
 from flask import Flask, Response, current_app, request
 from flask.views import MethodView
-from flask_smorest import Api, Blueprint
+from flask_smorest import Api
 from werkzeug.exceptions import UnsupportedMediaType
 
 from ledger.api import errors
+from ledger.api.blueprint import Blueprint
 from ledger.bootstrap import ENV_VARS, Container, Settings, bootstrap, one_line
 
 log = logging.getLogger(__name__)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from flask.views import MethodView
-from flask_smorest import Blueprint
 
 from ledger import commands as c
+from ledger.api.blueprint import Blueprint
 from ledger.api.writes import write, write_response
 from ledger.errors import Invalid
 from ledger.projector import Projection
@@ -69,8 +69,8 @@ class Hands(MethodView):
     @blp.response(200, ActionOut)
     def post(self, body: dict[str, Any], table_id: str) -> Any:
         """Start the next hand (admin): empty body, the recorded deal, or the result."""
-        viewer, first = write(table_id, body, lambda v, p: _start(body, p), admin_only=True)
-        return write_response(table_id, viewer, first)
+        viewer, first, done = write(table_id, body, lambda v, p: _start(body, p), admin_only=True)
+        return write_response(table_id, viewer, first, done)
 
 
 @blp.route("/<table_id>/actions")
@@ -91,8 +91,8 @@ class Actions(MethodView):
             seat_box.append(seat)
             return c.Act(to_action(body, seat))
 
-        viewer, first = write(table_id, body, make)
-        out = write_response(table_id, viewer, first)
+        viewer, first, done = write(table_id, body, make)
+        out = write_response(table_id, viewer, first, done)
         if viewer.admin:
             out["seat"] = seat_box[0] if seat_box else body.get("seat")
         return out

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from flask.views import MethodView
-from flask_smorest import Blueprint
 
 from ledger.api.auth import ledger, require_admin, viewer_for
+from ledger.api.blueprint import Blueprint
 from ledger.audit import audit
 from ledger.errors import Forbidden, NotFound
 from ledger.projector import chip_ledger, project, score_sheet

@@ -6,11 +6,11 @@ from typing import Any
 
 from flask import request
 from flask.views import MethodView
-from flask_smorest import Blueprint
 
 from ledger import commands as c
 from ledger.api import idempotency as idem
 from ledger.api.auth import ledger, viewer_for
+from ledger.api.blueprint import Blueprint
 from ledger.api.writes import write, write_response
 from ledger.views import Viewer, table_view
 from schemas.requests import CreateTableIn, WriteIn
@@ -57,8 +57,8 @@ class CloseResource(MethodView):
     @blp.response(200, ClosedOut)
     def post(self, body: dict[str, Any], table_id: str) -> Any:
         """End the game (admin); a non-empty pool is reported as left over (RULES §8.8)."""
-        viewer, first = write(table_id, body, lambda v, p: c.CloseTable(), admin_only=True)
-        out = write_response(table_id, viewer, first)
+        viewer, first, done = write(table_id, body, lambda v, p: c.CloseTable(), admin_only=True)
+        out = write_response(table_id, viewer, first, done)
         closed = [e for e in out["events"] if e["type"] == "table_closed"]
         out["leftover"] = closed[-1]["data"]["leftover"] if closed else out["table"]["pool"]
         return out

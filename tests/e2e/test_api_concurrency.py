@@ -62,3 +62,39 @@ def test_concurrent_actions_without_expected_version_never_double_apply(app):
     events = club.get(t, path="/events?limit=1000").get_json()["events"]
     assert sum(1 for e in events if e["type"] == "player_decided") == 1
     assert club.get(t, path="/audit").get_json()["ok"]
+
+
+def test_two_api_processes_on_one_store_never_act_on_a_stale_table(backend_url):
+    """Each API process caches tables; a write must still be decided on the latest state."""
+    from ledger.api.app import create_app
+    from ledger.bootstrap import Settings, bootstrap
+
+    containers = [bootstrap(Settings(database_url=backend_url)) for _ in range(2)]
+    try:
+        a, b = (Club(create_app(c).test_client()) for c in containers)
+        t = a.create(deal="shuffled", first_dealer=0)
+        for _ in range(12):  # alternate the two processes while the seats move in turn
+            for club, other in ((a, b), (b, a)):
+                view = club.view(t)
+                legal = view["legal_actions"]
+                if not legal:
+                    assert view["hand"]["phase"] == "complete", view["hand"]
+                    return
+                # `other` has seen an older version; it must act on the latest all the same
+                answer = other.ok(t, dict(legal[0]))
+                assert answer["version"] > view["version"]
+                assert answer["table"]["version"] == answer["version"]
+        versions = [e["version"] for e in a.get(t, path="/events").get_json()["events"]]
+        assert versions == list(range(1, len(versions) + 1))
+    finally:
+        for c in containers:
+            c.close()
+
+
+def test_a_stale_expected_version_is_409_even_when_this_process_cached_it(app):
+    club = Club(app.test_client())
+    t = club.create(deal="shuffled", first_dealer=0)
+    view = club.view(t)
+    club.ok(t, dict(view["legal_actions"][0], expected_version=view["version"]))
+    r = club.act(t, dict(view["legal_actions"][0], expected_version=view["version"]))
+    club.problem(r, 409, "version_conflict")
