@@ -39,3 +39,4 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/loo bench engine
 	$(BIN)/loo bench store --database-url '$(BENCH_DATABASE_URL)'
 	$(BIN)/loo bench workers --database-url '$(BENCH_DATABASE_URL)' --redis-url '$(BENCH_REDIS_URL)'
+	$(BIN)/loo bench api --database-url '$(BENCH_DATABASE_URL)'
