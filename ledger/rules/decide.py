@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ledger import events as ev
 from ledger.rules.actions import Action, Decide, Discard, Play
-from ledger.rules.hand import Hand, consequences, evolve, violation
+from ledger.rules.hand import Hand, apply, draft, follow_up, violation
 from ledger.rules.tiles import NAMES, SUIT_NAMES, Tile, follows, is_trump, suits_of
 
 
@@ -17,16 +17,16 @@ def decide(h: Hand, action: Action) -> list[ev.Event]:
                         "hand's result to /hands instead of actions")
     if h.phase == "dealing":
         raise violation("wrong_phase", "3", "the hand has not been dealt yet")
-    if isinstance(action, Decide):
-        primary = _decide(h, action)
-    elif isinstance(action, Discard):
-        primary = _discard(h, action)
-    else:
+    if isinstance(action, Play):
         primary = _play(h, action)
-    state = h
+    elif isinstance(action, Decide):
+        primary = _decide(h, action)
+    else:
+        primary = _discard(h, action)
+    state = draft(h)
     for e in primary:
-        state = evolve(state, e)
-    return primary + consequences(state)
+        apply(state, e)
+    return primary + follow_up(state)
 
 
 def _check_turn(h: Hand, seat: int, phase: str, verb: str) -> None:

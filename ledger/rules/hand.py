@@ -1,19 +1,24 @@
-"""The hand as a state machine (RULES §3-§7): frozen state, decide -> events, evolve -> state."""
+"""The hand as a state machine (RULES §3-§7): frozen state, decide -> events, evolve -> state.
+
+Evolving works on a mutable draft (a copy of the frozen state's fields): a batch of events
+is applied to one draft and frozen once, which keeps the fold cheap (it runs on every read).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any
 
 from ledger import events as ev
 from ledger.errors import RuleViolation
-from ledger.rules.frozen import replace
+from ledger.rules.frozen import build
 from ledger.rules.options import Options
-from ledger.rules.tiles import Tile, is_trump, trick_winner, trump_of
+from ledger.rules.tiles import TRUMPS, Tile, trick_winner, trump_of
 
 TRICKS = 5
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Trick:
     """One trick: who led, the declared suit, the plays in order, and the winner once won."""
 
@@ -23,8 +28,48 @@ class Trick:
     winner: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Hand:
+class _Seats:
+    """Seat helpers shared by the frozen Hand and its mutable draft."""
+
+    opts: Options
+    dealer: int
+    decisions: tuple[str | None, ...]
+    hands: tuple[tuple[Tile, ...], ...]
+    trump: int | None
+
+    @property
+    def players(self) -> int:
+        return self.opts.players
+
+    @property
+    def active(self) -> list[int]:
+        """§1: seats still in the hand (not dropped)."""
+        return [s for s, d in enumerate(self.decisions) if d != "drop"]
+
+    @property
+    def eldest(self) -> int:
+        """§1: the first active player to the dealer's left."""
+        return self.next_active(self.dealer)
+
+    def next_active(self, seat: int) -> int:
+        """The next seat to the left that has not dropped."""
+        decisions = self.decisions
+        n = len(decisions)
+        for k in range(1, n + 1):
+            s = (seat + k) % n
+            if decisions[s] != "drop":
+                return s
+        return seat
+
+    def trumps_held(self, seat: int) -> int:
+        trump = self.trump
+        assert trump is not None
+        bears = TRUMPS[trump]
+        return sum(1 for t in self.hands[seat] if t in bears)
+
+
+@dataclass(frozen=True)
+class Hand(_Seats):
     """Full-information state of one hand; viewers only ever see a view of it."""
 
     number: int
@@ -53,32 +98,43 @@ class Hand:
     won_without_play: int | None = None
     looed: tuple[int, ...] = ()
 
-    @property
-    def players(self) -> int:
-        return self.opts.players
 
-    @property
-    def active(self) -> list[int]:
-        """§1: seats still in the hand (not dropped)."""
-        return [s for s in range(self.players) if self.decisions[s] != "drop"]
+class Draft(_Seats):
+    """A mutable copy of a Hand's fields, for applying events; frozen again by `freeze`."""
 
-    @property
-    def eldest(self) -> int:
-        """§1: the first active player to the dealer's left."""
-        return self.next_active(self.dealer)
+    number: int
+    mode: str
+    phase: str
+    pool_at_start: int
+    boneyard: tuple[Tile, ...]
+    ordered: bool
+    turn_up: Tile | None
+    turn: int | None
+    misses: int
+    turn_up_taken: bool
+    for_pool: bool
+    drawn: tuple[tuple[Tile, ...], ...]
+    put_out: tuple[tuple[Tile, ...], ...]
+    discards: tuple[tuple[Tile, ...], ...]
+    tricks: tuple[Trick, ...]
+    current: Trick | None
+    tricks_won: tuple[int, ...]
+    won_without_play: int | None
+    looed: tuple[int, ...]
 
-    def next_active(self, seat: int) -> int:
-        """The next seat to the left that has not dropped."""
-        for k in range(1, self.players + 1):
-            s = (seat + k) % self.players
-            if self.decisions[s] != "drop":
-                return s
-        return seat
 
-    def trumps_held(self, seat: int) -> int:
-        trump = self.trump
-        assert trump is not None
-        return sum(1 for t in self.hands[seat] if is_trump(t, trump))
+_DEFAULTS = {f.name: f.default for f in fields(Hand)}
+
+
+def draft(h: Hand) -> Draft:
+    d = Draft()
+    d.__dict__ = h.__dict__.copy()
+    return d
+
+
+def freeze(d: Draft) -> Hand:
+    """The frozen Hand of a draft (the draft must not be used afterwards)."""
+    return build(Hand, d.__dict__)
 
 
 def new_hand(number: int, dealer: int, opts: Options, mode: str, pool_at_start: int,
@@ -86,9 +142,11 @@ def new_hand(number: int, dealer: int, opts: Options, mode: str, pool_at_start: 
     """A hand just started: stakes posted, no tile dealt yet."""
     n = opts.players
     empty: tuple[tuple[Tile, ...], ...] = ((),) * n
-    return Hand(number=number, dealer=dealer, opts=opts, mode=mode, commitment=commitment,
-                pool_at_start=pool_at_start, hands=empty, decisions=(None,) * n,
-                drawn=empty, put_out=empty, discards=empty, tricks_won=(0,) * n)
+    return build(Hand, _DEFAULTS | {
+        "number": number, "dealer": dealer, "opts": opts, "mode": mode,
+        "commitment": commitment, "pool_at_start": pool_at_start, "hands": empty,
+        "decisions": (None,) * n, "drawn": empty, "put_out": empty, "discards": empty,
+        "tricks_won": (0,) * n})
 
 
 def _set(seq: tuple, i: int, value: object) -> tuple:
@@ -103,83 +161,96 @@ def violation(code: str, rule: str, detail: str) -> RuleViolation:
     return RuleViolation(code, rule, detail)
 
 
-# ---- evolve: apply one event -------------------------------------------------------------
+# ---- evolve: apply one event to a draft ----------------------------------------------------
 
-def _dealt(h: Hand, e: ev.TilesDealt) -> Hand:
-    return replace(h, hands=e.hands, boneyard=e.boneyard, ordered=e.ordered)
-
-
-def _turned(h: Hand, e: ev.TrumpTurned) -> Hand:
-    return replace(h, turn_up=e.tile, trump=e.trump, phase="deciding",
-                   turn=(h.dealer + 1) % h.players)
+def _dealt(h: Draft, e: ev.TilesDealt) -> None:
+    h.hands, h.boneyard, h.ordered = e.hands, e.boneyard, e.ordered
 
 
-def _advance(h: Hand, seat: int) -> Hand:
+def _turned(h: Draft, e: ev.TrumpTurned) -> None:
+    h.turn_up, h.trump, h.phase = e.tile, e.trump, "deciding"
+    h.turn = (h.dealer + 1) % h.opts.players
+
+
+def _advance(h: Draft, seat: int) -> None:
     """After a seat's decision is complete: the next seat decides, or play begins."""
-    if seat != h.dealer:
-        nxt = (seat + 1) % h.players
-        others_in = any(h.decisions[s] != "drop" for s in range(h.players) if s != h.dealer)
-        if nxt == h.dealer and not others_in:
-            return replace(h, phase="deciding", turn=None)  # §4: the dealer wins without play
-        return replace(h, phase="deciding", turn=nxt)
-    if len(h.active) >= 2:
-        return replace(h, phase="playing", turn=h.eldest)
-    return replace(h, phase="deciding", turn=None)  # §4: one player left
+    decisions, dealer = h.decisions, h.dealer
+    if seat != dealer:
+        nxt = (seat + 1) % len(decisions)
+        others_in = any(d != "drop" for s, d in enumerate(decisions) if s != dealer)
+        h.phase = "deciding"
+        # §4: with every other player out the dealer wins without play (nobody acts).
+        h.turn = None if nxt == dealer and not others_in else nxt
+    elif len(decisions) - decisions.count("drop") >= 2:
+        h.phase, h.turn = "playing", h.next_active(dealer)
+    else:
+        h.phase, h.turn = "deciding", None  # §4: one player left
 
 
-def _decided(h: Hand, e: ev.PlayerDecided) -> Hand:
-    h = replace(h, decisions=_set(h.decisions, e.seat, e.choice),
-                for_pool=h.for_pool or e.for_pool)
+def _decided(h: Draft, e: ev.PlayerDecided) -> None:
+    h.decisions = _set(h.decisions, e.seat, e.choice)
+    h.for_pool = h.for_pool or e.for_pool
     if e.choice == "miss":
-        return replace(h, misses=h.misses + 1)
-    return _advance(h, e.seat)
+        h.misses += 1
+    else:
+        _advance(h, e.seat)
 
 
-def _miss_drawn(h: Hand, e: ev.MissDrawn) -> Hand:
-    return replace(h, hands=_set(h.hands, e.seat, e.tiles),
-                   drawn=_set(h.drawn, e.seat, e.tiles),
-                   put_out=_set(h.put_out, e.seat, e.put_out),
-                   boneyard=_without(h.boneyard, e.tiles), phase="discarding", turn=e.seat)
+def _miss_drawn(h: Draft, e: ev.MissDrawn) -> None:
+    h.hands = _set(h.hands, e.seat, e.tiles)
+    h.drawn = _set(h.drawn, e.seat, e.tiles)
+    h.put_out = _set(h.put_out, e.seat, e.put_out)
+    h.boneyard = _without(h.boneyard, e.tiles)
+    h.phase, h.turn = "discarding", e.seat
 
 
-def _discarded(h: Hand, e: ev.TilesDiscarded) -> Hand:
-    h = replace(h, hands=_set(h.hands, e.seat, _without(h.hands[e.seat], e.tiles)),
-                discards=_set(h.discards, e.seat, h.discards[e.seat] + e.tiles))
-    return _advance(h, e.seat) if h.phase == "discarding" else h
+def _discarded(h: Draft, e: ev.TilesDiscarded) -> None:
+    h.hands = _set(h.hands, e.seat, _without(h.hands[e.seat], e.tiles))
+    h.discards = _set(h.discards, e.seat, h.discards[e.seat] + e.tiles)
+    if h.phase == "discarding":
+        _advance(h, e.seat)
 
 
-def _turn_up_taken(h: Hand, e: ev.TurnUpTaken) -> Hand:
-    return replace(h, hands=_set(h.hands, e.seat, h.hands[e.seat] + (e.tile,)),
-                   turn_up_taken=True)
+def _turn_up_taken(h: Draft, e: ev.TurnUpTaken) -> None:
+    h.hands = _set(h.hands, e.seat, h.hands[e.seat] + (e.tile,))
+    h.turn_up_taken = True
 
 
-def _played(h: Hand, e: ev.TilePlayed) -> Hand:
-    cur = h.current or Trick(leader=e.seat, suit=e.suit if e.suit is not None else -1, plays=())
-    cur = replace(cur, plays=cur.plays + ((e.seat, e.tile),))
-    done = len(cur.plays) == len(h.active)
-    return replace(h, hands=_set(h.hands, e.seat, _without(h.hands[e.seat], (e.tile,))),
-                   current=cur, turn=None if done else h.next_active(e.seat))
+def _played(h: Draft, e: ev.TilePlayed) -> None:
+    seat, tile, cur = e.seat, e.tile, h.current
+    if cur is None:
+        suit = e.suit if e.suit is not None else -1
+        plays: tuple[tuple[int, Tile], ...] = ((seat, tile),)
+        h.current = build(Trick, {"leader": seat, "suit": suit, "plays": plays, "winner": None})
+    else:
+        plays = cur.plays + ((seat, tile),)
+        h.current = build(Trick, cur.__dict__ | {"plays": plays})
+    hands, decisions = h.hands, h.decisions
+    h.hands = hands[:seat] + (tuple(t for t in hands[seat] if t != tile),) + hands[seat + 1 :]
+    done = len(plays) == len(decisions) - decisions.count("drop")
+    h.turn = None if done else h.next_active(seat)
 
 
-def _trick_won(h: Hand, e: ev.TrickWon) -> Hand:
-    trick = Trick(leader=e.plays[0][0], suit=e.suit, plays=e.plays, winner=e.seat)
-    tricks = h.tricks + (trick,)
-    return replace(h, tricks=tricks, current=None,
-                   tricks_won=_set(h.tricks_won, e.seat, h.tricks_won[e.seat] + 1),
-                   turn=e.seat if len(tricks) < TRICKS else None)
+def _trick_won(h: Draft, e: ev.TrickWon) -> None:
+    trick = build(Trick, {"leader": e.plays[0][0], "suit": e.suit, "plays": e.plays,
+                          "winner": e.seat})
+    h.tricks = tricks = h.tricks + (trick,)
+    h.current = None
+    h.tricks_won = _set(h.tricks_won, e.seat, h.tricks_won[e.seat] + 1)
+    h.turn = e.seat if len(tricks) < TRICKS else None
 
 
-def _won_without_play(h: Hand, e: ev.HandWonWithoutPlay) -> Hand:
-    return replace(h, tricks_won=_set((0,) * h.players, e.seat, TRICKS),
-                   won_without_play=e.seat, turn=None)
+def _won_without_play(h: Draft, e: ev.HandWonWithoutPlay) -> None:
+    h.tricks_won = _set((0,) * h.opts.players, e.seat, TRICKS)
+    h.won_without_play, h.turn = e.seat, None
 
 
-def _completed(h: Hand, e: ev.HandCompleted) -> Hand:
-    return replace(h, phase="complete", turn=None, tricks_won=e.tricks_won, looed=e.looed,
-                   for_pool=e.for_pool or h.for_pool)
+def _completed(h: Draft, e: ev.HandCompleted) -> None:
+    h.phase, h.turn, h.tricks_won, h.looed = "complete", None, e.tricks_won, e.looed
+    h.for_pool = e.for_pool or h.for_pool
 
 
-EVOLVE = {
+EVOLVE: dict[type, Any] = {
     ev.TilesDealt: _dealt,
     ev.TrumpTurned: _turned,
     ev.PlayerDecided: _decided,
@@ -193,10 +264,21 @@ EVOLVE = {
 }
 
 
+def apply(h: Draft, e: ev.Event) -> None:
+    """Apply one hand-level event to a draft (others leave it unchanged)."""
+    fn = EVOLVE.get(type(e))
+    if fn is not None:
+        fn(h, e)
+
+
 def evolve(h: Hand, e: ev.Event) -> Hand:
     """Apply one hand-level event (others leave the hand unchanged)."""
     fn = EVOLVE.get(type(e))
-    return fn(h, e) if fn else h
+    if fn is None:
+        return h
+    d = draft(h)
+    fn(d, e)
+    return freeze(d)
 
 
 def deal_events(h: Hand, hands: tuple[tuple[Tile, ...], ...], turn_up: Tile,
@@ -207,34 +289,42 @@ def deal_events(h: Hand, hands: tuple[tuple[Tile, ...], ...], turn_up: Tile,
             ev.TrumpTurned(tile=turn_up, trump=trump_of(turn_up), exposed_by=exposer)]
 
 
-def looed_seats(h: Hand, tricks_won: tuple[int, ...]) -> tuple[int, ...]:
+def looed_seats(h: _Seats, tricks_won: tuple[int, ...]) -> tuple[int, ...]:
     """§7: stayed in and won no trick; a dealer playing for the pool is never looed."""
-    return tuple(s for s in h.active if tricks_won[s] == 0
-                 and not (h.for_pool and s == h.dealer))
+    pool_dealer = h.dealer if h.for_pool else -1  # type: ignore[attr-defined]
+    return tuple(s for s, d in enumerate(h.decisions)
+                 if d != "drop" and tricks_won[s] == 0 and s != pool_dealer)
 
 
-def completion(h: Hand) -> ev.HandCompleted:
-    dropped = tuple(s for s in range(h.players) if h.decisions[s] == "drop")
-    return ev.HandCompleted(tricks_won=h.tricks_won, looed=looed_seats(h, h.tricks_won),
-                            dropped=dropped, for_pool=h.for_pool)
+def completion(h: _Seats) -> ev.HandCompleted:
+    dropped = tuple(s for s, d in enumerate(h.decisions) if d == "drop")
+    won: tuple[int, ...] = h.tricks_won  # type: ignore[attr-defined]
+    return ev.HandCompleted(tricks_won=won, looed=looed_seats(h, won), dropped=dropped,
+                            for_pool=h.for_pool)  # type: ignore[attr-defined]
 
 
 def consequences(h: Hand) -> list[ev.Event]:
     """Events that follow by rule from the state alone: a trick won, the end of the hand."""
-    out: list[ev.Event] = []
+    return follow_up(draft(h))
+
+
+def follow_up(h: Draft) -> list[ev.Event]:
+    """`consequences` on a draft, which it advances past the events it returns."""
+    e: ev.Event
     if h.phase == "deciding" and h.turn is None:
         (winner,) = h.active
         reason = "all_dropped" if winner == h.dealer and h.decisions[winner] is None else "one_left"
-        out.append(ev.HandWonWithoutPlay(seat=winner, reason=reason))
+        e = ev.HandWonWithoutPlay(seat=winner, reason=reason)
     elif h.phase == "playing" and h.current is not None and h.turn is None:
         assert h.trump is not None
-        winner = trick_winner(h.current.plays, h.current.suit, h.trump)
-        out.append(ev.TrickWon(trick=len(h.tricks) + 1, seat=winner, suit=h.current.suit,
-                               plays=h.current.plays))
+        cur = h.current
+        e = ev.TrickWon(trick=len(h.tricks) + 1, seat=trick_winner(cur.plays, cur.suit, h.trump),
+                        suit=cur.suit, plays=cur.plays)
     else:
-        return out
-    for e in out:
-        h = evolve(h, e)
+        return []
+    EVOLVE[type(e)](h, e)
     if h.won_without_play is not None or len(h.tricks) == TRICKS:
-        out.append(completion(h))
-    return out
+        done = completion(h)
+        _completed(h, done)
+        return [e, done]
+    return [e]

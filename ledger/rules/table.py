@@ -11,7 +11,7 @@ from ledger.rules import hand as hd
 from ledger.rules.actions import Action
 from ledger.rules.deal import commitment, deal, lots, shuffle
 from ledger.rules.decide import decide as decide_hand
-from ledger.rules.frozen import replace
+from ledger.rules.frozen import build, replace
 from ledger.rules.options import Options, make_options
 from ledger.rules.results import result_events
 from ledger.rules.scoring import initial_scores
@@ -19,7 +19,7 @@ from ledger.rules.scoring import settle as settle_hand
 from ledger.rules.tiles import Tile
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Table:
     """Full-information state of a table: the fold of all its events."""
 
@@ -160,88 +160,170 @@ def _check_open(t: Table) -> None:
         raise Invalid(f"table_{t.status}", f"the table is {t.status}: no more hands")
 
 
-# ---- evolve --------------------------------------------------------------------------------
+# ---- evolve -------------------------------------------------------------------------------
 
-def _created(t: Table, e: ev.TableCreated) -> Table:
+class Draft:
+    """A mutable copy of a Table's fields (its hand drafted on demand), frozen by `_freeze`."""
+
+    opts: Options
+    names: tuple[str, ...]
+    bots: tuple[str | None, ...]
+    tokens: dict | None
+    dealer: int | None
+    hand: hd.Hand | hd.Draft | None
+    settled: bool
+    pool: int
+    balances: tuple[int, ...]
+    scores: tuple[int, ...]
+    tricks_total: tuple[int, ...]
+    status: str
+    winner: int | None
+    tied: tuple[int, ...]
+    seed: str | None
+
+    @property
+    def players(self) -> int:
+        return self.opts.players
+
+    def drafted(self) -> hd.Draft:
+        """The hand, as a draft that events may change."""
+        h = self.hand
+        assert h is not None
+        if type(h) is not hd.Draft:
+            h = self.hand = hd.draft(h)  # type: ignore[arg-type]
+        return h  # type: ignore[return-value]
+
+
+def _draft(t: Table) -> Draft:
+    d = Draft()
+    d.__dict__ = t.__dict__.copy()
+    return d
+
+
+def _freeze(d: Draft) -> Table:
+    if type(d.hand) is hd.Draft:
+        d.hand = hd.freeze(d.hand)
+    return build(Table, d.__dict__)
+
+
+def _created(t: Draft, e: ev.TableCreated) -> None:
     n = e.players
-    opts = make_options(e.variant, e.scoring, n, e.options, e.deal)
-    return replace(t, opts=opts, tokens=e.tokens, names=("",) * n, bots=(None,) * n,
-                   balances=(0,) * n, scores=initial_scores(opts), tricks_total=(0,) * n)
+    t.opts = opts = make_options(e.variant, e.scoring, n, e.options, e.deal)
+    t.tokens, t.names, t.bots = e.tokens, ("",) * n, (None,) * n
+    t.balances, t.scores, t.tricks_total = (0,) * n, initial_scores(opts), (0,) * n
 
 
-def _seat(t: Table, e: ev.SeatFilled) -> Table:
-    return replace(t, names=hd._set(t.names, e.seat, e.name), bots=hd._set(t.bots, e.seat, e.bot))
+def _seat(t: Draft, e: ev.SeatFilled) -> None:
+    t.names = hd._set(t.names, e.seat, e.name)
+    t.bots = hd._set(t.bots, e.seat, e.bot)
 
 
-def _hand_started(t: Table, e: ev.HandStarted) -> Table:
-    h = hd.new_hand(e.number, e.dealer, t.opts, e.mode, t.pool, e.commitment)
-    return replace(t, hand=h, settled=False, dealer=e.dealer, seed=None)
+def _dealer(t: Draft, e: ev.DealerChosen) -> None:
+    t.dealer = e.seat
 
 
-def _stake(t: Table, e: ev.StakePosted) -> Table:
-    pool = t.pool + e.amount
-    h = replace(t.hand, pool_at_start=pool) if t.hand is not None else None
-    return replace(t, pool=pool, hand=h,
-                   balances=hd._set(t.balances, e.seat, t.balances[e.seat] - e.amount))
+def _hand_started(t: Draft, e: ev.HandStarted) -> None:
+    t.hand = hd.new_hand(e.number, e.dealer, t.opts, e.mode, t.pool, e.commitment)
+    t.settled, t.dealer, t.seed = False, e.dealer, None
 
 
-def _dealt(t: Table, e: ev.TilesDealt) -> Table:
+def _stake(t: Draft, e: ev.StakePosted) -> None:
+    t.pool = pool = t.pool + e.amount
+    if t.hand is not None:
+        t.drafted().pool_at_start = pool
+    t.balances = hd._set(t.balances, e.seat, t.balances[e.seat] - e.amount)
+
+
+def _dealt(t: Draft, e: ev.TilesDealt) -> None:
+    hd._dealt(t.drafted(), e)
+    t.seed = e.seed
+
+
+def _completed(t: Draft, e: ev.HandCompleted) -> None:
+    hd._completed(t.drafted(), e)
+    t.tricks_total = tuple(a + b for a, b in zip(t.tricks_total, e.tricks_won, strict=True))
+
+
+def _seed_revealed(t: Draft, e: ev.SeedRevealed) -> None:
+    t.seed = None
+
+
+def _paid(t: Draft, e: ev.TricksPaid) -> None:
+    t.balances = tuple(b + x for b, x in zip(t.balances, e.payments, strict=True))
+    t.pool -= sum(e.payments)
+
+
+def _penalty(t: Draft, e: ev.PenaltyAssessed) -> None:
+    t.pool += e.amount
+    t.balances = hd._set(t.balances, e.seat, t.balances[e.seat] - e.amount)
+
+
+def _scored(t: Draft, e: ev.PointsScored) -> None:
+    t.scores = e.totals
+
+
+def _settled(t: Draft, e: ev.HandSettled) -> None:
     assert t.hand is not None
-    return replace(t, hand=hd.evolve(t.hand, e), seed=e.seed)
+    t.settled, t.scores, t.dealer = True, e.scores, (t.hand.dealer + 1) % t.players
 
 
-def _completed(t: Table, e: ev.HandCompleted) -> Table:
-    assert t.hand is not None
-    total = tuple(a + b for a, b in zip(t.tricks_total, e.tricks_won, strict=True))
-    return replace(t, hand=hd.evolve(t.hand, e), tricks_total=total)
+def _won(t: Draft, e: ev.GameWon) -> None:
+    t.status, t.winner, t.tied = "finished", e.seat, e.tied
 
 
-def _paid(t: Table, e: ev.TricksPaid) -> Table:
-    bal = tuple(b + x for b, x in zip(t.balances, e.payments, strict=True))
-    return replace(t, balances=bal, pool=t.pool - sum(e.payments))
+def _closed(t: Draft, e: ev.TableClosed) -> None:
+    t.status = "closed"
 
 
-def _penalty(t: Table, e: ev.PenaltyAssessed) -> Table:
-    return replace(t, pool=t.pool + e.amount,
-                   balances=hd._set(t.balances, e.seat, t.balances[e.seat] - e.amount))
-
-
-def _settled(t: Table, e: ev.HandSettled) -> Table:
-    assert t.hand is not None
-    return replace(t, settled=True, scores=e.scores, dealer=(t.hand.dealer + 1) % t.players)
-
-
-EVOLVE = {
+EVOLVE: dict[type, Any] = {
     ev.TableCreated: _created,
     ev.SeatFilled: _seat,
-    ev.DealerChosen: lambda t, e: replace(t, dealer=e.seat),
+    ev.DealerChosen: _dealer,
     ev.HandStarted: _hand_started,
     ev.StakePosted: _stake,
     ev.TilesDealt: _dealt,
     ev.HandCompleted: _completed,
-    ev.SeedRevealed: lambda t, e: replace(t, seed=None),
+    ev.SeedRevealed: _seed_revealed,
     ev.TricksPaid: _paid,
     ev.PenaltyAssessed: _penalty,
-    ev.PointsScored: lambda t, e: replace(t, scores=e.totals),
+    ev.PointsScored: _scored,
     ev.HandSettled: _settled,
-    ev.GameWon: lambda t, e: replace(t, status="finished", winner=e.seat, tied=e.tied),
-    ev.TableClosed: lambda t, e: replace(t, status="closed"),
+    ev.GameWon: _won,
+    ev.TableClosed: _closed,
 }
+_HAND_EVOLVE = hd.EVOLVE
+
+
+def _apply(t: Draft, e: ev.Event) -> None:
+    fn = EVOLVE.get(type(e))
+    if fn is not None:
+        fn(t, e)
+        return
+    fn = _HAND_EVOLVE.get(type(e))
+    if fn is not None and t.hand is not None:
+        fn(t.drafted(), e)
+
+
+def _changes(t: Table, e: ev.Event) -> bool:
+    k = type(e)
+    return k in EVOLVE or (k in _HAND_EVOLVE and t.hand is not None)
 
 
 def evolve(t: Table, e: ev.Event) -> Table:
     """Apply one event to the table."""
-    fn = EVOLVE.get(type(e))
-    if fn is not None:
-        return fn(t, e)
-    if t.hand is not None and type(e) in hd.EVOLVE:
-        return replace(t, hand=hd.evolve(t.hand, e))
-    return t
+    if not _changes(t, e):
+        return t
+    d = _draft(t)
+    _apply(d, e)
+    return _freeze(d)
 
 
 def replay(events: list[ev.Event], table: Table | None = None) -> Table:
     """Fold events into a table state (from scratch, or on top of `table`)."""
     t = table if table is not None else Table(opts=Options())
+    if not any(_changes(t, e) for e in events):
+        return t
+    d = _draft(t)
     for e in events:
-        t = evolve(t, e)
-    return t
+        _apply(d, e)
+    return _freeze(d)

@@ -24,10 +24,11 @@ _PARSE = {f"{a}-{b}": i for i, (a, b) in enumerate(CANONICAL)} | {
 }
 SUIT_NAMES = ("blanks", "ones", "twos", "threes", "fours", "fives", "sixes")
 
-# TRUMPS[trump] = tiles bearing that suit; SUITED[suit][trump] = tiles that count as `suit`.
+# BEARS[suit] = tiles bearing that suit; with trumps `trump` they are TRUMPS[trump].
 BEARS: tuple[frozenset[Tile], ...] = tuple(
     frozenset(t for t in TILES if s in (HI[t], LO[t])) for s in range(7)
 )
+TRUMPS = BEARS
 
 
 def tile(a: int, b: int) -> Tile:
@@ -56,7 +57,7 @@ def names(tiles: Iterable[Tile]) -> list[str]:
 
 def sort_tiles(tiles: Iterable[Tile]) -> list[Tile]:
     """Highest first: by the higher end, then the lower end."""
-    return sorted(tiles, key=lambda t: (HI[t], LO[t]), reverse=True)
+    return sorted(tiles, key=SORT_KEY.__getitem__, reverse=True)
 
 
 def is_trump(t: Tile, trump: int) -> bool:
@@ -105,3 +106,17 @@ def trick_winner(plays: Iterable[tuple[int, Tile]], led: int, trump: int) -> int
 def trump_of(turn_up: Tile) -> int:
     """§3.3: the trump suit is the turn-up's higher end."""
     return HI[turn_up]
+
+
+# Lookup tables for the hot paths (legal actions, checks, trick winner), from the rules above.
+# FOLLOWERS[led][trump]: the tiles that follow `led` when `trump` is trumps (§6.3).
+FOLLOWERS: tuple[tuple[frozenset[Tile], ...], ...] = tuple(
+    tuple(frozenset(t for t in TILES if follows(t, led, trump)) for trump in range(7))
+    for led in range(7)
+)
+# LEADS[trump][t]: the suits `t` may be led as (§6 Leading).
+LEADS: tuple[tuple[tuple[int, ...], ...], ...] = tuple(
+    tuple(suits_of(t, trump) for t in TILES) for trump in range(7)
+)
+# SORT_KEY[t] orders tiles like sort_tiles (higher end, then lower end).
+SORT_KEY: tuple[int, ...] = tuple(HI[t] * 7 + LO[t] for t in TILES)
