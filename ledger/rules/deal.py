@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
 
 from ledger.rules.tiles import HI, LO, TILES, Tile
 
@@ -15,6 +18,32 @@ HAND_SIZE = 5
 def commitment(seed: bytes) -> str:
     """Hex SHA-256 of the 32 raw seed bytes, published before any tile is seen."""
     return hashlib.sha256(seed).hexdigest()
+
+
+_IPAD = bytes(x ^ 0x36 for x in range(256))  # RFC 2104: key XOR ipad / opad, via translate
+_OPAD = bytes(x ^ 0x5C for x in range(256))
+_BLOCK = hashlib.sha256().block_size
+_LIMITS = tuple(2**32 - (2**32 % n) if n else 0 for n in range(len(TILES) + 1))
+
+
+def _hmac_pads(seed: bytes) -> tuple[Any, Any]:
+    """SHA-256 states after the HMAC inner and outer key blocks, computed once per seed."""
+    key = seed if len(seed) <= _BLOCK else hashlib.sha256(seed).digest()
+    key = key.ljust(_BLOCK, b"\0")
+    return hashlib.sha256(key.translate(_IPAD)), hashlib.sha256(key.translate(_OPAD))
+
+
+def _words(seed: bytes, blocks: int) -> tuple[int, ...]:
+    """The first `blocks` x 8 words of the stream (blocks k = 0 .. blocks-1)."""
+    inner, outer = _hmac_pads(seed)
+    out = []
+    for k in range(blocks):
+        i = inner.copy()
+        i.update(k.to_bytes(8, "big"))
+        o = outer.copy()
+        o.update(i.digest())  # HMAC = H(key^opad || H(key^ipad || msg)), as hmac.new computes
+        out.append(o.digest())
+    return struct.unpack(f">{8 * blocks}I", b"".join(out))
 
 
 def _stream(seed: bytes) -> Iterator[int]:
@@ -29,17 +58,29 @@ def _stream(seed: bytes) -> Iterator[int]:
 
 def shuffle(seed: bytes) -> list[Tile]:
     """Fisher-Yates over the canonical order with rejection sampling, exactly as API.md."""
-    words = _stream(seed)
+    return list(_shuffled(bytes(seed)))
+
+
+@lru_cache(maxsize=64)  # a hand's order is needed at the deal and again at the reveal
+def _shuffled(seed: bytes) -> tuple[Tile, ...]:
+    blocks = 4  # 27 draws fit in 32 words unless more than 5 are rejected (p < 1e-40)
+    words = _words(seed, blocks)
+    w = 0
     items = list(TILES)
     for i in range(len(items) - 1, 0, -1):
         n = i + 1
-        limit = 2**32 - (2**32 % n)
-        x = next(words)
-        while x >= limit:
-            x = next(words)
+        limit = _LIMITS[n]
+        while True:
+            if w == len(words):
+                blocks += 4
+                words = _words(seed, blocks)  # a longer prefix of the same stream
+            x = words[w]
+            w += 1
+            if x < limit:
+                break
         j = x % n
         items[i], items[j] = items[j], items[i]
-    return items
+    return tuple(items)
 
 
 @dataclass(frozen=True, slots=True)

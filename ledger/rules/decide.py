@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ledger import events as ev
 from ledger.rules.actions import Action, Decide, Discard, Play
-from ledger.rules.hand import Hand, apply, draft, follow_up, violation
-from ledger.rules.tiles import NAMES, SUIT_NAMES, Tile, follows, is_trump, suits_of
+from ledger.rules.hand import Hand, apply, draft, follow_up, trick_end, violation
+from ledger.rules.tiles import FOLLOWERS, NAMES, SUIT_NAMES, TRUMPS, Tile, is_trump, suits_of
 
 
 def decide(h: Hand, action: Action) -> list[ev.Event]:
@@ -18,8 +18,8 @@ def decide(h: Hand, action: Action) -> list[ev.Event]:
     if h.phase == "dealing":
         raise violation("wrong_phase", "3", "the hand has not been dealt yet")
     if isinstance(action, Play):
-        primary = _play(h, action)
-    elif isinstance(action, Decide):
+        return _play(h, action)
+    if isinstance(action, Decide):
         primary = _decide(h, action)
     else:
         primary = _discard(h, action)
@@ -126,17 +126,27 @@ def _discard(h: Hand, a: Discard) -> list[ev.Event]:
 
 
 def _play(h: Hand, a: Play) -> list[ev.Event]:
-    _check_turn(h, a.seat, "playing", "play")
-    hand = h.hands[a.seat]
-    if a.tile not in hand:
-        raise violation("tile_not_in_hand", "6", f"you do not hold {NAMES[a.tile]}")
+    """The play and what follows it (the trick won, the hand complete), without evolving."""
+    seat, tile = a.seat, a.tile
+    if h.turn != seat or h.phase != "playing":
+        _check_turn(h, seat, "playing", "play")
+    if tile not in h.hands[seat]:
+        raise violation("tile_not_in_hand", "6", f"you do not hold {NAMES[tile]}")
     trick_no = len(h.tricks) + 1
-    if h.current is None:
-        check_lead(h, a.seat, a.tile)  # §6.1/6.2 bind whatever suit is declared
-        suit = lead_suit(h, a)
-        return [ev.TilePlayed(seat=a.seat, tile=a.tile, trick=trick_no, suit=suit)]
-    check_follow(h, a.seat, a.tile)
-    return [ev.TilePlayed(seat=a.seat, tile=a.tile, trick=trick_no)]
+    cur = h.current
+    if cur is None:
+        check_lead(h, seat, tile)  # §6.1/6.2 bind whatever suit is declared
+        led = lead_suit(h, a)
+        played = ev.TilePlayed(seat, tile, trick_no, led)
+        plays: tuple[tuple[int, Tile], ...] = ((seat, tile),)
+    else:
+        check_follow(h, seat, tile)
+        played = ev.TilePlayed(seat, tile, trick_no)
+        plays, led = cur.plays + ((seat, tile),), cur.suit
+    decisions = h.decisions
+    if len(plays) < len(decisions) - decisions.count("drop"):
+        return [played]
+    return [played, *trick_end(h, plays, led)]
 
 
 def lead_suit(h: Hand, a: Play) -> int:
@@ -162,15 +172,19 @@ def lead_suit(h: Hand, a: Play) -> int:
 
 def check_lead(h: Hand, seat: int, t: Tile) -> None:
     """§6.1 and §6.2: when the leader must lead a trump."""
-    assert h.trump is not None
-    if is_trump(t, h.trump):
+    trump = h.trump
+    assert trump is not None
+    bears = TRUMPS[trump]
+    if t in bears:
         return
-    held = h.trumps_held(seat)
-    trumps = SUIT_NAMES[h.trump]
+    held = sum(1 for x in h.hands[seat] if x in bears)
+    if not held:
+        return
+    trumps = SUIT_NAMES[trump]
     if held >= h.opts.lead_trump_threshold:
         raise violation("must_lead_trump", "6.1", f"you hold {held} trumps ({trumps}): "
                         f"with {h.opts.lead_trump_threshold} or more you must lead a trump")
-    if held and h.tricks and h.tricks[-1].winner == seat:
+    if h.tricks and h.tricks[-1].winner == seat:
         raise violation("must_lead_trump", "6.2", f"you won the last trick and hold a trump "
                         f"({trumps}): you must lead it")
 
@@ -179,15 +193,18 @@ def check_follow(h: Hand, seat: int, t: Tile) -> None:
     """§6.3 follow suit if able; §6.4 (Loo only) trump if void; otherwise anything."""
     assert h.trump is not None and h.current is not None
     led, trump = h.current.suit, h.trump
-    if follows(t, led, trump):
+    able = FOLLOWERS[led][trump] if 0 <= led < 7 else ()
+    if t in able:
         return
-    able = [x for x in h.hands[seat] if follows(x, led, trump)]
-    if able:
-        raise violation("must_follow_suit", "6.3", f"you hold {NAMES[able[0]]}: you must "
-                        f"follow {SUIT_NAMES[led]}")
-    if h.opts.is_rounce or is_trump(t, trump):
+    hand = h.hands[seat]
+    for x in hand:
+        if x in able:
+            raise violation("must_follow_suit", "6.3", f"you hold {NAMES[x]}: you must "
+                            f"follow {SUIT_NAMES[led]}")
+    bears = TRUMPS[trump]
+    if h.opts.is_rounce or t in bears:
         return
-    trumps = [x for x in h.hands[seat] if is_trump(x, trump)]
-    if trumps:
-        raise violation("must_trump", "6.4", f"you cannot follow {SUIT_NAMES[led]} but hold "
-                        f"{NAMES[trumps[0]]}: you must play a trump")
+    for x in hand:
+        if x in bears:
+            raise violation("must_trump", "6.4", f"you cannot follow {SUIT_NAMES[led]} but "
+                            f"hold {NAMES[x]}: you must play a trump")

@@ -124,10 +124,11 @@ class Draft(_Seats):
 
 
 _DEFAULTS = {f.name: f.default for f in fields(Hand)}
+_new = object.__new__
 
 
 def draft(h: Hand) -> Draft:
-    d = Draft()
+    d = _new(Draft)
     d.__dict__ = h.__dict__.copy()
     return d
 
@@ -226,7 +227,13 @@ def _played(h: Draft, e: ev.TilePlayed) -> None:
         plays = cur.plays + ((seat, tile),)
         h.current = build(Trick, cur.__dict__ | {"plays": plays})
     hands, decisions = h.hands, h.decisions
-    h.hands = hands[:seat] + (tuple(t for t in hands[seat] if t != tile),) + hands[seat + 1 :]
+    held = hands[seat]
+    if tile in held:
+        i = held.index(tile)
+        held = held[:i] + held[i + 1 :]
+        if tile in held:  # never in a valid hand; kept exact for audits of odd records
+            held = tuple(t for t in held if t != tile)
+    h.hands = hands[:seat] + (held,) + hands[seat + 1 :]
     done = len(plays) == len(decisions) - decisions.count("drop")
     h.turn = None if done else h.next_active(seat)
 
@@ -328,3 +335,16 @@ def follow_up(h: Draft) -> list[ev.Event]:
         _completed(h, done)
         return [e, done]
     return [e]
+
+
+def trick_end(h: Hand, plays: tuple[tuple[int, Tile], ...], led: int) -> list[ev.Event]:
+    """`follow_up` after the play that completes a trick, computed from the state before it."""
+    assert h.trump is not None
+    winner = trick_winner(plays, led, h.trump)
+    tricks = len(h.tricks) + 1
+    won = ev.TrickWon(tricks, winner, led, plays)
+    if tricks < TRICKS:
+        return [won]
+    tricks_won = _set(h.tricks_won, winner, h.tricks_won[winner] + 1)
+    dropped = tuple(s for s, d in enumerate(h.decisions) if d == "drop")
+    return [won, ev.HandCompleted(tricks_won, looed_seats(h, tricks_won), dropped, h.for_pool)]

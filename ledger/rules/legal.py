@@ -7,20 +7,26 @@ from itertools import combinations
 from ledger.rules.actions import Action, Decide, Discard, Play
 from ledger.rules.decide import may_play_for_pool
 from ledger.rules.hand import Hand
-from ledger.rules.tiles import follows, is_trump, sort_tiles, suits_of
+from ledger.rules.tiles import FOLLOWERS, LEADS, SORT_KEY, TILES, TRUMPS, sort_tiles
+
+# Actions are frozen values: the plays of the four seats are made once and shared.
+_PLAY = tuple(tuple(Play(seat, t) for t in TILES) for seat in range(4))
+_LEAD = tuple(tuple(tuple(Play(seat, t, s) for s in range(7)) for t in TILES) for seat in range(4))
+_KEY = SORT_KEY.__getitem__
 
 
 def legal_actions(h: Hand, seat: int) -> list[Action]:
     """Complete list for the seat to act; empty for everyone else."""
     if h.turn != seat or h.mode == "results":
         return []
-    if h.phase == "deciding":
+    phase = h.phase
+    if phase == "playing":
+        return _plays(h, seat)  # type: ignore[return-value]
+    if phase == "deciding":
         return _decisions(h, seat)
-    if h.phase == "discarding":
+    if phase == "discarding":
         held = sort_tiles(h.hands[seat])
         return [Discard(seat, tuple(c)) for c in combinations(held, h.opts.miss_discard)]
-    if h.phase == "playing":
-        return _plays(h, seat)
     return []
 
 
@@ -44,21 +50,26 @@ def _decisions(h: Hand, seat: int) -> list[Action]:
     return out
 
 
-def _plays(h: Hand, seat: int) -> list[Action]:
-    assert h.trump is not None
-    hand, trump = sort_tiles(h.hands[seat]), h.trump
-    if h.current is None:
-        held = sum(1 for t in hand if is_trump(t, trump))
-        must_trump = held >= h.opts.lead_trump_threshold or (
-            held > 0 and bool(h.tricks) and h.tricks[-1].winner == seat)
-        tiles = [t for t in hand if is_trump(t, trump)] if must_trump else hand
-        return [Play(seat, t, s) for t in tiles for s in suits_of(t, trump)]
-    led = h.current.suit
-    able = [t for t in hand if follows(t, led, trump)]
+def _plays(h: Hand, seat: int) -> list[Play]:
+    trump = h.trump
+    assert trump is not None
+    hand = sorted(h.hands[seat], key=_KEY, reverse=True)
+    trumps = TRUMPS[trump]
+    cur = h.current
+    if cur is None:
+        held = [t for t in hand if t in trumps]
+        if len(held) >= h.opts.lead_trump_threshold or (
+                held and h.tricks and h.tricks[-1].winner == seat):
+            hand = held  # §6.1, §6.2: a trump must be led
+        leads, plays = LEADS[trump], _LEAD[seat]
+        return [plays[t][s] for t in hand for s in leads[t]]
+    plays = _PLAY[seat]
+    followers = FOLLOWERS[cur.suit][trump] if 0 <= cur.suit < 7 else ()
+    able = [plays[t] for t in hand if t in followers]
     if able:
-        return [Play(seat, t) for t in able]
+        return able
     if not h.opts.is_rounce:
-        trumps = [t for t in hand if is_trump(t, trump)]
-        if trumps:
-            return [Play(seat, t) for t in trumps]
-    return [Play(seat, t) for t in hand]
+        able = [plays[t] for t in hand if t in trumps]
+        if able:
+            return able
+    return [plays[t] for t in hand]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -162,6 +163,9 @@ def _check_open(t: Table) -> None:
 
 # ---- evolve -------------------------------------------------------------------------------
 
+_new = object.__new__
+
+
 class Draft:
     """A mutable copy of a Table's fields (its hand drafted on demand), frozen by `_freeze`."""
 
@@ -195,7 +199,7 @@ class Draft:
 
 
 def _draft(t: Table) -> Draft:
-    d = Draft()
+    d = _new(Draft)
     d.__dict__ = t.__dict__.copy()
     return d
 
@@ -292,38 +296,31 @@ EVOLVE: dict[type, Any] = {
     ev.TableClosed: _closed,
 }
 _HAND_EVOLVE = hd.EVOLVE
-
-
-def _apply(t: Draft, e: ev.Event) -> None:
-    fn = EVOLVE.get(type(e))
-    if fn is not None:
-        fn(t, e)
-        return
-    fn = _HAND_EVOLVE.get(type(e))
-    if fn is not None and t.hand is not None:
-        fn(t.drafted(), e)
-
-
-def _changes(t: Table, e: ev.Event) -> bool:
-    k = type(e)
-    return k in EVOLVE or (k in _HAND_EVOLVE and t.hand is not None)
+_HAND_DRAFT = hd.Draft
 
 
 def evolve(t: Table, e: ev.Event) -> Table:
     """Apply one event to the table."""
-    if not _changes(t, e):
-        return t
-    d = _draft(t)
-    _apply(d, e)
-    return _freeze(d)
+    return replay((e,), t)
 
 
-def replay(events: list[ev.Event], table: Table | None = None) -> Table:
+def replay(events: Iterable[ev.Event], table: Table | None = None) -> Table:
     """Fold events into a table state (from scratch, or on top of `table`)."""
     t = table if table is not None else Table(opts=Options())
-    if not any(_changes(t, e) for e in events):
-        return t
-    d = _draft(t)
+    d = None  # drafted at the first event that changes something
     for e in events:
-        _apply(d, e)
-    return _freeze(d)
+        fn = EVOLVE.get(type(e))
+        if fn is not None:
+            if d is None:
+                d = _draft(t)
+            fn(d, e)
+            continue
+        fn = _HAND_EVOLVE.get(type(e))
+        if fn is not None and (t.hand if d is None else d.hand) is not None:
+            if d is None:
+                d = _draft(t)
+            h = d.hand
+            if type(h) is not _HAND_DRAFT:
+                h = d.hand = hd.draft(h)  # type: ignore[arg-type]
+            fn(h, e)
+    return t if d is None else _freeze(d)
