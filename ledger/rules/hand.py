@@ -289,10 +289,11 @@ def evolve(h: Hand, e: ev.Event) -> Hand:
 
 
 def deal_events(h: Hand, hands: tuple[tuple[Tile, ...], ...], turn_up: Tile,
-                boneyard: tuple[Tile, ...], ordered: bool) -> list[ev.Event]:
+                boneyard: tuple[Tile, ...], ordered: bool,
+                seed: str | None = None) -> list[ev.Event]:
     """§3: the deal and the turn-up (Rounce: exposed by the trump-holder's right, §9)."""
     exposer = (h.dealer - 1) % h.players if h.opts.is_rounce else h.dealer
-    return [ev.TilesDealt(hands=hands, boneyard=boneyard, ordered=ordered),
+    return [ev.TilesDealt(hands=hands, boneyard=boneyard, ordered=ordered, seed=seed),
             ev.TrumpTurned(tile=turn_up, trump=trump_of(turn_up), exposed_by=exposer)]
 
 

@@ -30,23 +30,30 @@ def legal_actions(h: Hand, seat: int) -> list[Action]:
     return []
 
 
+# The decisions without tiles, and taking the turn-up with each discard, likewise shared.
+_CHOICE = tuple({c: Decide(seat, c) for c in ("play", "miss", "drop")} for seat in range(4))
+_FOR_POOL = tuple(Decide(seat, "play", for_pool=True) for seat in range(4))
+_TAKE = tuple(tuple(tuple(Decide(seat, "play", take_turn_up=True, discard=(t,), for_pool=p)
+                          for t in TILES) for seat in range(4)) for p in (False, True))
+
+
 def _decisions(h: Hand, seat: int) -> list[Action]:
     out: list[Action] = []
+    choice = _CHOICE[seat]
     pool_options = (False, True) if may_play_for_pool(h, seat) else (False,)
     for for_pool in pool_options:
-        out.append(Decide(seat, "play", for_pool=for_pool))
+        out.append(_FOR_POOL[seat] if for_pool else choice["play"])
         if seat == h.dealer and h.turn_up is not None:
-            for t in sort_tiles(h.hands[seat]):
-                out.append(Decide(seat, "play", take_turn_up=True, discard=(t,),
-                                  for_pool=for_pool))
+            take = _TAKE[for_pool][seat]
+            out += [take[t] for t in sort_tiles(h.hands[seat])]
     if h.misses < h.opts.max_misses:
         if h.ordered:
-            out.append(Decide(seat, "miss"))
+            out.append(choice["miss"])
         elif len(h.boneyard) == h.opts.miss_draw:
             # Recorded 4-player table: the miss takes the whole boneyard, so it is known.
             out.append(Decide(seat, "miss", drawn=tuple(sort_tiles(h.boneyard))))
     if h.opts.drop_allowed:
-        out.append(Decide(seat, "drop"))
+        out.append(choice["drop"])
     return out
 
 

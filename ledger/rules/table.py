@@ -12,7 +12,7 @@ from ledger.rules import hand as hd
 from ledger.rules.actions import Action
 from ledger.rules.deal import commitment, deal, lots, shuffle
 from ledger.rules.decide import decide as decide_hand
-from ledger.rules.frozen import build, replace
+from ledger.rules.frozen import build
 from ledger.rules.options import Options, make_options
 from ledger.rules.results import result_events
 from ledger.rules.scoring import initial_scores
@@ -97,8 +97,8 @@ def start_hand(t: Table, *, seed: bytes | None = None,
     if mode == "shuffled":
         assert seed is not None
         d = deal(shuffle(seed), t.players, t.dealer)
-        dealt = hd.deal_events(h, d.hands, d.turn_up, d.boneyard, ordered=True)
-        dealt[0] = replace(dealt[0], seed=seed.hex())
+        dealt = hd.deal_events(h, d.hands, d.turn_up, d.boneyard, ordered=True,
+                               seed=seed.hex())
         return out + dealt
     if mode == "recorded":
         assert recorded is not None
@@ -132,7 +132,7 @@ def act(t: Table, action: Action) -> list[ev.Event]:
         raise Invalid("no_live_hand", "no hand is being played at this table: start one",
                        rule="7")
     out = decide_hand(t.hand, action)
-    if t.seed and any(isinstance(e, ev.HandCompleted) for e in out):
+    if t.seed and isinstance(out[-1], ev.HandCompleted):  # hand_completed comes last
         out.append(ev.SeedRevealed(seed=t.seed, order=tuple(shuffle(bytes.fromhex(t.seed)))))
     return out
 
