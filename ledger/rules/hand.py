@@ -7,7 +7,7 @@ is applied to one draft and frozen once, which keeps the fold cheap (it runs on 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, NamedTuple
 
 from ledger import events as ev
 from ledger.errors import RuleViolation
@@ -18,9 +18,11 @@ from ledger.rules.tiles import TRUMPS, Tile, trick_winner, trump_of
 TRICKS = 5
 
 
-@dataclass(frozen=True)
-class Trick:
-    """One trick: who led, the declared suit, the plays in order, and the winner once won."""
+class Trick(NamedTuple):
+    """One trick: who led, the declared suit, the plays in order, and the winner once won.
+
+    A named tuple: one is made at every play, and a tuple is the cheapest frozen value.
+    """
 
     leader: int
     suit: int
@@ -220,12 +222,11 @@ def _turn_up_taken(h: Draft, e: ev.TurnUpTaken) -> None:
 def _played(h: Draft, e: ev.TilePlayed) -> None:
     seat, tile, cur = e.seat, e.tile, h.current
     if cur is None:
-        suit = e.suit if e.suit is not None else -1
         plays: tuple[tuple[int, Tile], ...] = ((seat, tile),)
-        h.current = build(Trick, {"leader": seat, "suit": suit, "plays": plays, "winner": None})
+        h.current = Trick(seat, e.suit if e.suit is not None else -1, plays)
     else:
         plays = cur.plays + ((seat, tile),)
-        h.current = build(Trick, cur.__dict__ | {"plays": plays})
+        h.current = Trick(cur.leader, cur.suit, plays, cur.winner)
     hands, decisions = h.hands, h.decisions
     held = hands[seat]
     if tile in held:
@@ -233,15 +234,19 @@ def _played(h: Draft, e: ev.TilePlayed) -> None:
         held = held[:i] + held[i + 1 :]
         if tile in held:  # never in a valid hand; kept exact for audits of odd records
             held = tuple(t for t in held if t != tile)
-    h.hands = hands[:seat] + (held,) + hands[seat + 1 :]
-    done = len(plays) == len(decisions) - decisions.count("drop")
-    h.turn = None if done else h.next_active(seat)
+    new = list(hands)
+    new[seat] = held
+    h.hands = tuple(new)
+    n = len(decisions)
+    if len(plays) == n - decisions.count("drop"):
+        h.turn = None
+    else:
+        nxt = (seat + 1) % n
+        h.turn = nxt if decisions[nxt] != "drop" else h.next_active(seat)
 
 
 def _trick_won(h: Draft, e: ev.TrickWon) -> None:
-    trick = build(Trick, {"leader": e.plays[0][0], "suit": e.suit, "plays": e.plays,
-                          "winner": e.seat})
-    h.tricks = tricks = h.tricks + (trick,)
+    h.tricks = tricks = h.tricks + (Trick(e.plays[0][0], e.suit, e.plays, e.seat),)
     h.current = None
     h.tricks_won = _set(h.tricks_won, e.seat, h.tricks_won[e.seat] + 1)
     h.turn = e.seat if len(tricks) < TRICKS else None

@@ -128,10 +128,11 @@ def stakes(t: Table) -> list[ev.StakePosted]:
 def act(t: Table, action: Action) -> list[ev.Event]:
     """A seat's action in the live hand; the seed is revealed when it completes (§10)."""
     _check_open(t)
-    if t.hand is None or not t.live:
+    h = t.hand
+    if h is None or h.phase == "complete":
         raise Invalid("no_live_hand", "no hand is being played at this table: start one",
                        rule="7")
-    out = decide_hand(t.hand, action)
+    out = decide_hand(h, action)
     if t.seed and isinstance(out[-1], ev.HandCompleted):  # hand_completed comes last
         out.append(ev.SeedRevealed(seed=t.seed, order=tuple(shuffle(bytes.fromhex(t.seed)))))
     return out
@@ -196,18 +197,6 @@ class Draft:
         if type(h) is not hd.Draft:
             h = self.hand = hd.draft(h)  # type: ignore[arg-type]
         return h  # type: ignore[return-value]
-
-
-def _draft(t: Table) -> Draft:
-    d = _new(Draft)
-    d.__dict__ = t.__dict__.copy()
-    return d
-
-
-def _freeze(d: Draft) -> Table:
-    if type(d.hand) is hd.Draft:
-        d.hand = hd.freeze(d.hand)
-    return build(Table, d.__dict__)
 
 
 def _created(t: Draft, e: ev.TableCreated) -> None:
@@ -295,7 +284,7 @@ EVOLVE: dict[type, Any] = {
     ev.GameWon: _won,
     ev.TableClosed: _closed,
 }
-_HAND_EVOLVE = hd.EVOLVE
+_HAND_ONLY = {k: fn for k, fn in hd.EVOLVE.items() if k not in EVOLVE}
 _HAND_DRAFT = hd.Draft
 
 
@@ -309,18 +298,27 @@ def replay(events: Iterable[ev.Event], table: Table | None = None) -> Table:
     t = table if table is not None else Table(opts=Options())
     d = None  # drafted at the first event that changes something
     for e in events:
-        fn = EVOLVE.get(type(e))
+        fn = _HAND_ONLY.get(type(e))
         if fn is not None:
+            h = t.hand if d is None else d.hand
+            if h is None:
+                continue
             if d is None:
-                d = _draft(t)
-            fn(d, e)
-            continue
-        fn = _HAND_EVOLVE.get(type(e))
-        if fn is not None and (t.hand if d is None else d.hand) is not None:
-            if d is None:
-                d = _draft(t)
-            h = d.hand
+                d = _new(Draft)
+                d.__dict__ = t.__dict__.copy()
             if type(h) is not _HAND_DRAFT:
                 h = d.hand = hd.draft(h)  # type: ignore[arg-type]
             fn(h, e)
-    return t if d is None else _freeze(d)
+            continue
+        fn = EVOLVE.get(type(e))
+        if fn is not None:
+            if d is None:
+                d = _new(Draft)
+                d.__dict__ = t.__dict__.copy()
+            fn(d, e)
+    if d is None:
+        return t
+    h = d.hand
+    if type(h) is _HAND_DRAFT:
+        d.hand = build(hd.Hand, h.__dict__)
+    return build(Table, d.__dict__)

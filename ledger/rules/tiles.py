@@ -90,14 +90,29 @@ def rank(t: Tile, suit: int) -> int:
 
 def trick_winner(plays: Iterable[tuple[int, Tile]], led: int, trump: int) -> int:
     """§6 Winning a trick: the highest trump, else the highest tile of the led suit."""
+    if not (0 <= led < 7 and 0 <= trump < 7):
+        return _trick_winner(plays, led, trump)
+    keys = WIN_KEYS[trump][led]
+    best_seat, best_key = -1, -1
+    for seat, t in plays:
+        key = keys[t]
+        if key > best_key:  # -1: neither follows nor trumps, can never win
+            best_seat, best_key = seat, key
+    return best_seat
+
+
+def _win_key(t: Tile, led: int, trump: int) -> tuple[int, int]:
+    if is_trump(t, trump):
+        return (2, rank(t, trump))
+    if follows(t, led, trump):
+        return (1, rank(t, led))
+    return (-1, -1)
+
+
+def _trick_winner(plays: Iterable[tuple[int, Tile]], led: int, trump: int) -> int:
     best_seat, best_key = -1, (-1, -1)
     for seat, t in plays:
-        if is_trump(t, trump):
-            key = (2, rank(t, trump))
-        elif follows(t, led, trump):
-            key = (1, rank(t, led))
-        else:
-            continue  # neither follows nor trumps: can never win
+        key = _win_key(t, led, trump)
         if key > best_key:
             best_seat, best_key = seat, key
     return best_seat
@@ -120,3 +135,8 @@ LEADS: tuple[tuple[tuple[int, ...], ...], ...] = tuple(
 )
 # SORT_KEY[t] orders tiles like sort_tiles (higher end, then lower end).
 SORT_KEY: tuple[int, ...] = tuple(HI[t] * 7 + LO[t] for t in TILES)
+# WIN_KEYS[trump][led][t]: trick_winner's order as one int (trumps over followers; -1 neither).
+WIN_KEYS: tuple[tuple[tuple[int, ...], ...], ...] = tuple(
+    tuple(tuple(k * 8 + r if k > 0 else -1 for k, r in (_win_key(t, led, trump) for t in TILES))
+          for led in range(7)) for trump in range(7)
+)
