@@ -180,7 +180,8 @@ def _advance(h: Draft, seat: int) -> None:
     decisions, dealer = h.decisions, h.dealer
     if seat != dealer:
         nxt = (seat + 1) % len(decisions)
-        others_in = any(d != "drop" for s, d in enumerate(decisions) if s != dealer)
+        in_ = len(decisions) - decisions.count("drop")
+        others_in = in_ - (decisions[dealer] != "drop") > 0
         h.phase = "deciding"
         # §4: with every other player out the dealer wins without play (nobody acts).
         h.turn = None if nxt == dealer and not others_in else nxt

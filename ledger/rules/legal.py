@@ -26,8 +26,19 @@ def legal_actions(h: Hand, seat: int) -> list[Action]:
         return _decisions(h, seat)
     if phase == "discarding":
         held = sort_tiles(h.hands[seat])
-        return [Discard(seat, tuple(c)) for c in combinations(held, h.opts.miss_discard)]
+        return [_discard(seat, c) for c in combinations(held, h.opts.miss_discard)]
     return []
+
+
+def _discard(seat: int, tiles: tuple[int, ...]) -> Discard:
+    """Discard values are shared too: at most C(28, 2) per seat."""
+    found = _DISCARDS.get((seat, tiles))
+    if found is None:
+        found = _DISCARDS[(seat, tiles)] = Discard(seat, tiles)
+    return found
+
+
+_DISCARDS: dict[tuple[int, tuple[int, ...]], Discard] = {}
 
 
 # The decisions without tiles, and taking the turn-up with each discard, likewise shared.
