@@ -296,18 +296,18 @@ def evolve(t: Table, e: ev.Event) -> Table:
 def replay(events: Iterable[ev.Event], table: Table | None = None) -> Table:
     """Fold events into a table state (from scratch, or on top of `table`)."""
     t = table if table is not None else Table(opts=Options())
-    d = None  # drafted at the first event that changes something
+    d = None  # the table, drafted at its first table-level event
+    h = None  # the hand, drafted at its first hand-level event
     for e in events:
         fn = _HAND_ONLY.get(type(e))
         if fn is not None:
-            h = t.hand if d is None else d.hand
             if h is None:
-                continue
-            if d is None:
-                d = _new(Draft)
-                d.__dict__ = t.__dict__.copy()
-            if type(h) is not _HAND_DRAFT:
-                h = d.hand = hd.draft(h)  # type: ignore[arg-type]
+                held = t.hand if d is None else d.hand
+                if held is None:
+                    continue
+                h = hd.draft(held)  # type: ignore[arg-type]
+                if d is not None:
+                    d.hand = h
             fn(h, e)
             continue
         fn = EVOLVE.get(type(e))
@@ -315,10 +315,14 @@ def replay(events: Iterable[ev.Event], table: Table | None = None) -> Table:
             if d is None:
                 d = _new(Draft)
                 d.__dict__ = t.__dict__.copy()
-            fn(d, e)
+                if h is not None:
+                    d.hand = h
+            fn(d, e)  # may start a new hand, or draft the hand (d.drafted())
+            h = d.hand if type(d.hand) is _HAND_DRAFT else None  # type: ignore[assignment]
     if d is None:
-        return t
-    h = d.hand
-    if type(h) is _HAND_DRAFT:
+        if h is None:
+            return t
+        return build(Table, t.__dict__ | {"hand": build(hd.Hand, h.__dict__)})
+    if h is not None:
         d.hand = build(hd.Hand, h.__dict__)
     return build(Table, d.__dict__)
