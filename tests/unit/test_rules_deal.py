@@ -66,6 +66,39 @@ def test_s10_fair_deal_matches_an_independent_reference():
         assert sorted(got) == list(TILES)
 
 
+def test_s10_fair_deal_reads_further_blocks_when_many_draws_are_rejected(monkeypatch):
+    # With a limit of 2**31 half the words are rejected, so the first 4 HMAC blocks run out.
+    from ledger.rules import deal as deal_module
+
+    def reference(seed: bytes) -> list[int]:
+        words = (int.from_bytes(hmac.new(seed, k.to_bytes(8, "big"), hashlib.sha256)
+                                .digest()[i:i + 4], "big")
+                 for k in range(10**6) for i in range(0, 32, 4))
+        items = list(range(28))
+        for i in range(27, 0, -1):
+            x = next(words)
+            while x >= 2**31:
+                x = next(words)
+            j = x % (i + 1)
+            items[i], items[j] = items[j], items[i]
+        return items
+
+    monkeypatch.setattr(deal_module, "_LIMITS", (2**31,) * 29)
+    deal_module._shuffled.cache_clear()
+    try:
+        for i in range(20):
+            seed = hashlib.sha256(b"rejections" + bytes([i])).digest()
+            assert shuffle(seed) == reference(seed)
+    finally:
+        deal_module._shuffled.cache_clear()
+
+
+def test_s10_fair_deal_shuffle_is_a_fresh_list_every_time():
+    first = shuffle(SEED_1)
+    first.reverse()
+    assert [name(t) for t in shuffle(SEED_1)] == VECTOR_1.split()
+
+
 def test_s3_four_player_deal_of_the_first_vector():
     d = deal(shuffle(SEED_1), 4, 0)
     assert [name(t) for t in d.hands[1]] == "1-1 6-4 4-1 5-3 5-4".split()
