@@ -63,24 +63,30 @@ def shuffle(seed: bytes) -> list[Tile]:
 
 @lru_cache(maxsize=64)  # a hand's order is needed at the deal and again at the reveal
 def _shuffled(seed: bytes) -> tuple[Tile, ...]:
-    blocks = 4  # 27 draws fit in 32 words unless more than 5 are rejected (p < 1e-40)
-    words = _words(seed, blocks)
+    words = _words(seed, 4)  # 32 words; 27 draws (more only after a rejection, p < 1e-8)
     w = 0
     items = list(TILES)
-    for i in range(len(items) - 1, 0, -1):
-        n = i + 1
-        limit = _LIMITS[n]
-        while True:
-            if w == len(words):
-                blocks += 4
-                words = _words(seed, blocks)  # a longer prefix of the same stream
-            x = words[w]
-            w += 1
-            if x < limit:
-                break
-        j = x % n
+    limits = _LIMITS
+    for i in range(len(items) - 1, 0, -1):  # invariant: len(words) - w >= i
+        x = words[w]
+        w += 1
+        if x >= limits[i + 1]:
+            x, w, words = _redraw(seed, words, w, i)
+        j = x % (i + 1)
         items[i], items[j] = items[j], items[i]
     return tuple(items)
+
+
+def _redraw(seed: bytes, words: tuple[int, ...], w: int,
+            i: int) -> tuple[int, int, tuple[int, ...]]:
+    """uniform(i + 1) after a rejected word: read on, extending the stream as needed."""
+    while True:
+        if len(words) - w < i + 1:
+            words = _words(seed, len(words) // 8 + 4)  # a longer prefix of the same stream
+        x = words[w]
+        w += 1
+        if x < _LIMITS[i + 1]:
+            return x, w, words
 
 
 @dataclass(frozen=True, slots=True)

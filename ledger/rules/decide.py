@@ -10,6 +10,8 @@ from ledger.rules.tiles import FOLLOWERS, NAMES, SUIT_NAMES, TRUMPS, Tile, is_tr
 
 def decide(h: Hand, action: Action) -> list[ev.Event]:
     """Every event the action causes, including what follows by rule; raises RuleViolation."""
+    if h.phase == "playing" and h.mode != "results" and isinstance(action, Play):
+        return _play(h, action)  # the common case, past every check below
     if h.phase == "complete":
         raise violation("hand_complete", "7", f"hand {h.number} is over: no more actions")
     if h.mode == "results":

@@ -127,6 +127,7 @@ class Draft(_Seats):
 
 _DEFAULTS = {f.name: f.default for f in fields(Hand)}
 _new = object.__new__
+_tuple = tuple.__new__  # Trick(...) without its Python-level __new__
 
 
 def draft(h: Hand) -> Draft:
@@ -224,10 +225,10 @@ def _played(h: Draft, e: ev.TilePlayed) -> None:
     seat, tile, cur = e.seat, e.tile, h.current
     if cur is None:
         plays: tuple[tuple[int, Tile], ...] = ((seat, tile),)
-        h.current = Trick(seat, e.suit if e.suit is not None else -1, plays)
+        h.current = _tuple(Trick, (seat, e.suit if e.suit is not None else -1, plays, None))
     else:
         plays = cur.plays + ((seat, tile),)
-        h.current = Trick(cur.leader, cur.suit, plays, cur.winner)
+        h.current = _tuple(Trick, (cur.leader, cur.suit, plays, cur.winner))
     hands, decisions = h.hands, h.decisions
     held = hands[seat]
     if tile in held:
@@ -247,7 +248,7 @@ def _played(h: Draft, e: ev.TilePlayed) -> None:
 
 
 def _trick_won(h: Draft, e: ev.TrickWon) -> None:
-    h.tricks = tricks = h.tricks + (Trick(e.plays[0][0], e.suit, e.plays, e.seat),)
+    h.tricks = tricks = h.tricks + (_tuple(Trick, (e.plays[0][0], e.suit, e.plays, e.seat)),)
     h.current = None
     h.tricks_won = _set(h.tricks_won, e.seat, h.tricks_won[e.seat] + 1)
     h.turn = e.seat if len(tricks) < TRICKS else None

@@ -127,7 +127,8 @@ def stakes(t: Table) -> list[ev.StakePosted]:
 
 def act(t: Table, action: Action) -> list[ev.Event]:
     """A seat's action in the live hand; the seed is revealed when it completes (§10)."""
-    _check_open(t)
+    if t.status != "playing":
+        _check_open(t)
     h = t.hand
     if h is None or h.phase == "complete":
         raise Invalid("no_live_hand", "no hand is being played at this table: start one",
@@ -305,7 +306,8 @@ def replay(events: Iterable[ev.Event], table: Table | None = None) -> Table:
                 held = t.hand if d is None else d.hand
                 if held is None:
                     continue
-                h = hd.draft(held)  # type: ignore[arg-type]
+                h = _new(_HAND_DRAFT)
+                h.__dict__ = held.__dict__.copy()
                 if d is not None:
                     d.hand = h
             fn(h, e)
