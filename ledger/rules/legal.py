@@ -31,14 +31,17 @@ def legal_actions(h: Hand, seat: int) -> list[Action]:
 
 
 def _discard(seat: int, tiles: tuple[int, ...]) -> Discard:
-    """Discard values are shared too: at most C(28, 2) per seat."""
-    found = _DISCARDS.get((seat, tiles))
+    """Discard values are shared too: one or two tiles, at most C(28, 2) a seat."""
+    if not 1 <= len(tiles) <= 2:
+        return Discard(seat, tiles)
+    key = seat << 10 | (tiles[0] << 5 if len(tiles) == 2 else 31 << 5) | tiles[-1]
+    found = _DISCARDS.get(key)
     if found is None:
-        found = _DISCARDS[(seat, tiles)] = Discard(seat, tiles)
+        found = _DISCARDS[key] = Discard(seat, tiles)
     return found
 
 
-_DISCARDS: dict[tuple[int, tuple[int, ...]], Discard] = {}
+_DISCARDS: dict[int, Discard] = {}
 
 
 # The decisions without tiles, and taking the turn-up with each discard, likewise shared.
