@@ -107,12 +107,20 @@ def _drawn(h: Hand, a: Decide) -> tuple[Tile, ...]:
     drawn = a.drawn
     if len(drawn) != n or len(set(drawn)) != n:
         raise violation("invalid_drawn", "4", f"a miss draws exactly {n} different tiles")
-    unseen = set(h.boneyard)
-    bad = [NAMES[t] for t in drawn if t not in unseen]
-    if bad:
-        raise violation("invalid_drawn", "4", f"{', '.join(bad)} cannot be drawn: not in the "
-                        "boneyard (dealt, turned up or already drawn)")
-    return drawn
+    boneyard = set(h.boneyard)
+    bad = [t for t in drawn if t not in boneyard]
+    if not bad:
+        return drawn
+    # §10: name only tiles the seat can see (its hand, the turn-up); where another named tile
+    # lies (another hand, a discard) stays hidden.
+    held = h.hands[a.seat]
+    seen = [f"{NAMES[t]} ({'the turn-up' if t == h.turn_up else 'in your hand'})"
+            for t in bad if t in held or t == h.turn_up]
+    if seen:
+        raise violation("invalid_drawn", "4", f"{', '.join(seen)} cannot be drawn: name the "
+                        f"{n} tiles you drew from the boneyard")
+    raise violation("invalid_drawn", "4", f"not every tile named is in the boneyard: name the "
+                    f"{n} tiles you drew")
 
 
 def _discard(h: Hand, a: Discard) -> list[ev.Event]:

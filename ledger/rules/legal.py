@@ -60,12 +60,10 @@ def _decisions(h: Hand, seat: int) -> list[Action]:
         if seat == h.dealer and h.turn_up is not None:
             take = _TAKE[for_pool][seat]
             out += [take[t] for t in sort_tiles(h.hands[seat])]
-    if h.misses < h.opts.max_misses:
-        if h.ordered:
-            out.append(choice["miss"])
-        elif len(h.boneyard) == h.opts.miss_draw:
-            # Recorded 4-player table: the miss takes the whole boneyard, so it is known.
-            out.append(Decide(seat, "miss", drawn=tuple(sort_tiles(h.boneyard))))
+    if h.misses < h.opts.max_misses and (h.ordered or len(h.boneyard) == h.opts.miss_draw):
+        # Recorded table whose miss takes the whole boneyard: the service knows the draw, so
+        # the body names no tiles (§10: listing them would show the boneyard before he decides).
+        out.append(choice["miss"])
     if h.opts.drop_allowed:
         out.append(choice["drop"])
     return out

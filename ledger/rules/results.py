@@ -29,7 +29,7 @@ def result_events(h: Hand, result: dict[str, Any]) -> list[ev.Event]:
                             "wins without play and makes no decision")
         decisions.pop(dealer, None)
     elif dealer not in decisions:
-        if len(others_in) != 1:
+        if len(others_in) != 1 or not opts.drop_allowed:  # 2-player Loo: he cannot have dropped
             raise Invalid("invalid_result", f"the dealer's decision (seat {dealer}) is needed",
                           field="decisions")
         decisions[dealer] = "drop"  # omitted with one player left: the dealer dropped

@@ -34,10 +34,11 @@ def _pool(opts: Options, h: Hand, pool: int, balances: tuple[int, ...]):
     n, p = opts.players, h.pool_at_start
     value = p // 5  # §8.3: each trick is worth P/5 (P is always a multiple of 5)
     pay = [0] * n
-    if h.won_without_play is not None:
-        pay[h.won_without_play] = p  # §8.3: the whole pool
+    if h.won_without_play == h.dealer and h.decisions[h.dealer] is None:
+        pay[h.dealer] = p  # §8.3: a dealer who wins without play takes the whole pool
         reason = "pool_award"
     else:
+        # §4: a lone player left in wins five tricks, paid as tricks (P/5 each, §8.3).
         reason = "trick"
         for s in range(n):
             if not (h.for_pool and s == h.dealer):  # §4: his share stays in the pool

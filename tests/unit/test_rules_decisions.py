@@ -189,7 +189,8 @@ def test_s4_recorded_miss_names_the_drawn_tiles():
     assert g.refuse(Decide(1, "miss", drawn=tuple(unseen[:5]))).code == "invalid_drawn"
     dealt = TS("6-0 5-1 5-0 4-0 3-0 2-0")  # 6-0 is seat 2's, 5-1 is the turn-up
     err = g.refuse(Decide(1, "miss", drawn=dealt))
-    assert err.code == "invalid_drawn" and "6-0" in err.detail and "5-1" in err.detail
+    assert err.code == "invalid_drawn" and "5-1" in err.detail
+    assert "6-0" not in err.detail  # §10: seat 2's tile is not named to seat 1
     g.decide(1, "miss", drawn=tuple(unseen[:6]))
     g.act(Discard(1, (unseen[0],)))
     # the discarded tile can never be drawn again
@@ -205,9 +206,46 @@ def test_s4_recorded_four_player_miss_takes_the_whole_boneyard():
             0: "3-1 4-2 6-5 6-6 6-3"}, "5-1")
     assert sorted(g.h.boneyard) == sorted(TS("6-2 4-0 5-5 3-2 2-2 3-0 2-0"))
     [miss] = [a for a in legal_actions(g.h, 1) if a.choice == "miss"]
-    out = g.decide(1, "miss")
+    assert miss == Decide(1, "miss")  # §10: the offer names no boneyard tile
+    out = g.act(miss)
     assert sorted(one(out, ev.MissDrawn).tiles) == sorted(TS("6-2 4-0 5-5 3-2 2-2 3-0 2-0"))
-    assert sorted(miss.drawn) == sorted(one(out, ev.MissDrawn).tiles)
+
+
+def test_s10_invalid_drawn_never_locates_a_tile_the_seat_cannot_see():
+    """A refused miss on a recorded table names the seat's own tiles and the turn-up, but never
+    says which named tile lies in another hand (that would show the seat another's tiles)."""
+    g = Game(players=3, deal="recorded")
+    g.deal({1: "1-1 6-4 4-1 5-3 5-4", 2: "1-0 6-0 6-1 5-0 3-3", 0: "4-4 2-1 5-2 4-3 0-0"},
+           "5-1")
+    unseen = tuple(g.h.boneyard[:5])
+    err = g.refuse(Decide(1, "miss", drawn=unseen + (T("6-0"),)))  # 6-0 is seat 2's
+    assert (err.code, err.rule) == ("invalid_drawn", "4")
+    assert "6-0" not in err.detail and all(name(t) not in err.detail for t in unseen)
+    err = g.refuse(Decide(1, "miss", drawn=unseen + (T("6-4"),)))  # seat 1's own tile
+    assert "6-4" in err.detail and "your hand" in err.detail
+    err = g.refuse(Decide(1, "miss", drawn=(T("6-0"),) + unseen[:4] + (T("5-1"),)))
+    assert "5-1" in err.detail and "turn-up" in err.detail and "6-0" not in err.detail
+
+
+def test_s10_legal_actions_never_show_the_recorded_boneyard_before_a_miss():
+    """A seat deciding on a recorded table must not learn the boneyard from its legal actions
+    (it could then choose to miss or not knowing the draw): 4 players, and a 3-player second
+    miss, which takes the six tiles left."""
+    g = Game(players=4, deal="recorded")
+    g.deal({1: "1-1 6-4 4-1 5-3 5-4", 2: "1-0 6-0 6-1 5-0 3-3", 3: "4-4 2-1 5-2 4-3 0-0",
+            0: "3-1 4-2 6-5 6-6 6-3"}, "5-1")
+    assert [a for a in legal_actions(g.h, 1) if a.choice == "miss"] == [Decide(1, "miss")]
+    g = Game(players=3, deal="recorded")
+    g.deal({1: "1-1 6-4 4-1 5-3 5-4", 2: "1-0 6-0 6-1 5-0 3-3", 0: "4-4 2-1 5-2 4-3 0-0"},
+           "5-1")
+    assert not [a for a in legal_actions(g.h, 1) if a.choice == "miss"]  # needs "drawn"
+    g.decide(1, "miss", drawn=tuple(g.h.boneyard[:6]))
+    g.act(Discard(1, (g.h.hands[1][0],)))
+    left = set(g.h.boneyard)
+    offered = [a for a in legal_actions(g.h, 2) if a.choice == "miss"]
+    assert offered == [Decide(2, "miss")]
+    out = g.act(offered[0])
+    assert set(one(out, ev.MissDrawn).tiles) == left
 
 
 # ---- drop ------------------------------------------------------------------------------------

@@ -73,6 +73,15 @@ def test_s4_results_no_drop_in_two_player_loo():
             code="drop_not_allowed", rule="4")
 
 
+def test_s4_results_two_player_loo_needs_the_dealers_decision():
+    """§4: with 2 players in Loo nobody drops, so an omitted dealer decision cannot mean a
+    drop: ask for it instead of blaming a drop the scorer never sent."""
+    g = results(players=2, scoring="points")
+    for decisions in ({"1": "play"}, {"1": "miss"}):
+        err = refused(g, {"decisions": decisions, "tricks": {"1": 3, "0": 2}})
+        assert "seat 0" in err.detail and "drop" not in err.detail
+
+
 def test_s9_results_rounce_pass_with_two():
     g = results(players=2, variant="rounce")
     out = g.result({"decisions": {"1": "drop"}})

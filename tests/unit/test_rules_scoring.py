@@ -225,8 +225,45 @@ def test_s8_3_lone_player_takes_five_tricks_worth():
     g.decide(3, "drop")
     g.decide(0, "drop")
     settled = g.settle()
-    assert one(settled, ev.TricksPaid).payments == (0, 0, 25, 0)
+    paid = one(settled, ev.TricksPaid)
+    assert paid.payments == (0, 0, 25, 0) and paid.reason == "trick"
     assert g.t.pool == 0 and g.t.balances == (-10, -5, 20, -5)
+
+
+def _pool_of_38(g: Game) -> None:
+    """Two hands that leave 33 chips after a hand played for the pool (README decision):
+    the third hand, dealt by seat 2, starts with P = 38, not a multiple of 5."""
+    g.result({"decisions": {"1": "play", "2": "play", "3": "play", "0": "play"},
+              "tricks": {"0": 3, "3": 2}})
+    g.settle()
+    g.result({"decisions": {"2": "miss", "3": "drop", "0": "drop", "1": "play"},
+              "for_pool": True, "tricks": {"1": 3, "2": 2}})
+    g.settle()
+    assert g.t.pool == 33 and g.t.dealer == 2
+
+
+def test_s8_3_lone_player_is_paid_five_tricks_not_the_whole_pool():
+    """§4/§8.3: the lone player left in wins five tricks at P/5 each (the remainder of an odd
+    P stays, as after a played hand); only a dealer winning without play takes the whole pool."""
+    g = Game(players=4, deal="results", dealer=0)
+    _pool_of_38(g)
+    out = g.result({"decisions": {"3": "play", "0": "drop", "1": "drop", "2": "drop"}})
+    assert one(out, ev.HandWonWithoutPlay).reason == "one_left" and g.h.pool_at_start == 38
+    paid = one(g.settle(), ev.TricksPaid)
+    assert (paid.trick_value, paid.payments, paid.reason) == (7, (0, 0, 0, 35), "trick")
+    assert g.t.pool == 3
+    conserved(g)
+
+
+def test_s8_3_dealer_winning_without_play_takes_an_odd_pool_whole():
+    g = Game(players=4, deal="results", dealer=0)
+    _pool_of_38(g)
+    out = g.result({"decisions": {"3": "drop", "0": "drop", "1": "drop"}})
+    assert one(out, ev.HandWonWithoutPlay).reason == "all_dropped"
+    paid = one(g.settle(), ev.TricksPaid)
+    assert (paid.payments, paid.reason) == ((0, 0, 38, 0), "pool_award")
+    assert g.t.pool == 0
+    conserved(g)
 
 
 def test_s8_3_for_pool_dealer_share_stays_in_the_pool():
