@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from marshmallow import RAISE, Schema, fields, validate
+import unicodedata
+from typing import Any
+
+from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
 from schemas.fields import SeatOrLots, TileField
 
@@ -12,8 +15,27 @@ class Strict(Schema):
         unknown = RAISE
 
 
+class StrictBoolean(fields.Boolean):
+    """JSON true or false only: "yes", 1 or "false" are type errors, not silently truthy."""
+
+    def _deserialize(self, value: Any, attr: Any, data: Any, **kwargs: Any) -> bool:
+        if value is True or value is False:
+            return value
+        raise self.make_error("invalid", input=value)
+
+
+def printable(text: str) -> None:
+    """A name is shown to people and kept in the ledger: no control characters (a NUL cannot
+    even be stored in PostgreSQL), no lone surrogates (not encodable as UTF-8), not blank."""
+    if not text.strip():
+        raise ValidationError("a name cannot be blank")
+    if any(unicodedata.category(ch) in ("Cc", "Cs") for ch in text):
+        raise ValidationError("a name is printable text: no control characters or "
+                              "lone surrogates")
+
+
 class SeatIn(Strict):
-    name = fields.String(required=True, validate=validate.Length(min=1, max=60))
+    name = fields.String(required=True, validate=[validate.Length(min=1, max=60), printable])
     bot = fields.String(load_default=None, allow_none=True)
 
 
@@ -28,7 +50,7 @@ class OptionsIn(Strict):
     loo_penalty = fields.Dict()
     lead_trump_threshold = fields.Integer(strict=True)
     target = fields.Integer(strict=True)
-    auto_deal = fields.Boolean()
+    auto_deal = StrictBoolean()
 
 
 class CreateTableIn(Strict):
@@ -50,7 +72,7 @@ class WriteIn(Strict):
 
 class ResultIn(Strict):
     decisions = fields.Dict(keys=fields.String(), values=fields.String(), required=True)
-    for_pool = fields.Boolean(load_default=False)
+    for_pool = StrictBoolean(load_default=False)
     tricks = fields.Dict(keys=fields.String(), values=fields.Integer(strict=True),
                          load_default=None, allow_none=True)
 
@@ -65,9 +87,9 @@ class ActionIn(WriteIn):
     type = fields.String(required=True, validate=validate.OneOf(["decide", "discard", "play"]))
     seat = fields.Integer(strict=True, validate=validate.Range(min=0, max=3))
     choice = fields.String(validate=validate.OneOf(["play", "miss", "drop"]))
-    take_turn_up = fields.Boolean(load_default=False)
+    take_turn_up = StrictBoolean(load_default=False)
     discard = fields.List(TileField(), load_default=list)
-    for_pool = fields.Boolean(load_default=False)
+    for_pool = StrictBoolean(load_default=False)
     drawn = fields.List(TileField(), load_default=None, allow_none=True)
     tiles = fields.List(TileField())
     tile = TileField()

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from flask import request
 from flask.views import MethodView
 
 from ledger import commands as c
+from ledger.api.auth import acting_seat, authenticate
 from ledger.api.blueprint import Blueprint
-from ledger.api.writes import write, write_response
+from ledger.api.writes import BODY_PARSER, write, write_response
 from ledger.errors import Invalid
 from ledger.projector import Projection
 from ledger.rules.actions import Action, Decide, Discard, Play
@@ -18,6 +20,15 @@ from schemas.responses import ActionOut
 
 blp = Blueprint("play", __name__, url_prefix="/v1/tables",
                 description="Start hands and act: decide, discard, play.")
+blp.ARGUMENTS_PARSER = BODY_PARSER  # before the routes below: their decorators use it
+
+
+@blp.before_request
+def who_calls() -> None:
+    """404 / 401 / 403 come before anything about the body; starting a hand is the admin's."""
+    table_id = (request.view_args or {}).get("table_id")
+    if request.method == "POST" and table_id is not None:
+        authenticate(table_id, admin_only=request.path.rstrip("/").endswith("/hands"))
 
 FIELDS = {
     "decide": {"choice", "take_turn_up", "discard", "for_pool", "drawn"},
@@ -69,8 +80,8 @@ class Hands(MethodView):
     @blp.response(200, ActionOut)
     def post(self, body: dict[str, Any], table_id: str) -> Any:
         """Start the next hand (admin): empty body, the recorded deal, or the result."""
-        viewer, first, done = write(table_id, body, lambda v, p: _start(body, p), admin_only=True)
-        return write_response(table_id, viewer, first, done)
+        viewer, written = write(table_id, body, lambda v, p: _start(body, p), admin_only=True)
+        return write_response(table_id, viewer, written)
 
 
 @blp.route("/<table_id>/actions")
@@ -79,8 +90,6 @@ class Actions(MethodView):
     @blp.response(200, ActionOut)
     def post(self, body: dict[str, Any], table_id: str) -> Any:
         """Act for your seat (admin: for "seat": n); illegal moves get 422 with the rule."""
-        from ledger.api.auth import acting_seat
-
         seat_box: list[int] = []
 
         def make(v: Viewer, p: Projection) -> c.Command:
@@ -91,8 +100,8 @@ class Actions(MethodView):
             seat_box.append(seat)
             return c.Act(to_action(body, seat))
 
-        viewer, first, done = write(table_id, body, make)
-        out = write_response(table_id, viewer, first, done)
+        viewer, written = write(table_id, body, make)
+        out = write_response(table_id, viewer, written)
         if viewer.admin:
             out["seat"] = seat_box[0] if seat_box else body.get("seat")
         return out

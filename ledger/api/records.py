@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from flask import request
 from flask.views import MethodView
 
-from ledger.api.auth import ledger, require_admin, viewer_for
+from ledger.api.auth import authenticate, ledger, require_admin, viewer_for
 from ledger.api.blueprint import Blueprint
 from ledger.audit import audit
 from ledger.errors import Forbidden, NotFound
@@ -19,13 +20,21 @@ blp = Blueprint("records", __name__, url_prefix="/v1/tables",
                 description="The record: hands, step-by-step replay, events, ledger, audit.")
 
 
+@blp.before_request
+def who_reads() -> None:
+    """404 / 401 / 403 come before anything about the query (a bad `after` is a 422)."""
+    table_id = (request.view_args or {}).get("table_id")
+    if table_id is not None:
+        authenticate(table_id, admin_only=request.endpoint == "records.Audit")
+
+
 def _hand_bounds(table_id: str, number: int) -> tuple[Any, list[Any], list[Any]]:
     """(projection, events before hand n, events of hand n); 404 for a hand not played."""
     led = ledger()
     p = led.load(table_id)
     if p.table.hand is None or not 1 <= number <= p.table.hand.number:
         raise NotFound("hand_not_found", f"hand {number} has not been played at this table")
-    stored = led.store.load(table_id)
+    stored = led.store.load(table_id, up_to_version=p.version)  # the state `p` was folded from
     first = p.hand_starts[number - 1]
     before = [s for s in stored if s.version < first]
     mine = [s for s in stored if s.version >= first and s.hand == number]
@@ -60,8 +69,9 @@ class Replay(MethodView):
         step = min(query["step"], len(mine))
         state = project(before + mine[:step]).table
         admin = Viewer(admin=True)
+        # The live hand's seed stays secret until revealed, here as in /events.
         return {"step": step, "steps": len(mine),
-                "event": redact(mine[step - 1], admin, None) if step else None,
+                "event": redact(mine[step - 1], admin, live_hand(p.table)) if step else None,
                 "state": {"pool": state.pool,
                           "balances": {str(s): b for s, b in enumerate(state.balances)},
                           "scores": {str(s): b for s, b in enumerate(state.scores)},
@@ -80,8 +90,12 @@ class Events(MethodView):
         p = led.load(table_id)
         viewer = viewer_for(p)
         after, limit = query["after"], query["limit"]
+        # Only events of the state `p` (redaction follows it, and a hand dealt since must not
+        # pass as one already complete); `after` past the end reads nothing (and an integer
+        # beyond the database's is no reason for a 500).
         stored = led.store.load(table_id, after_version=after,
-                                up_to_version=after + limit)
+                                up_to_version=min(after + limit, p.version)) \
+            if after < p.version else []
         live = live_hand(p.table)
         return {"events": [redact(s, viewer, live) for s in stored],
                 "next": stored[-1].version if stored else after}
@@ -95,7 +109,7 @@ class Ledger(MethodView):
         led = ledger()
         p = led.load(table_id)
         viewer_for(p)
-        stored = led.store.load(table_id)
+        stored = led.store.load(table_id, up_to_version=p.version)  # totals are of `p`
         out = chip_ledger(stored, p.table.players)
         if p.table.opts.scoring == "points":
             out |= score_sheet(stored, p.table)
@@ -110,4 +124,4 @@ class Audit(MethodView):
         led = ledger()
         p = led.load(table_id)
         require_admin(viewer_for(p))
-        return audit(led.store.load(table_id), p)
+        return audit(led.store.load(table_id, up_to_version=p.version), p)

@@ -9,15 +9,24 @@ from flask.views import MethodView
 
 from ledger import commands as c
 from ledger.api import idempotency as idem
-from ledger.api.auth import ledger, viewer_for
+from ledger.api.auth import authenticate, ledger, viewer_for
 from ledger.api.blueprint import Blueprint
-from ledger.api.writes import write, write_response
+from ledger.api.writes import BODY_PARSER, first_answer, write, write_response
 from ledger.views import Viewer, table_view
 from schemas.requests import CreateTableIn, WriteIn
 from schemas.responses import ClosedOut, CreatedOut, TableOut
 
 blp = Blueprint("tables", __name__, url_prefix="/v1/tables",
                 description="Create a table, read it as your token may see it, close it.")
+blp.ARGUMENTS_PARSER = BODY_PARSER  # before the routes below: their decorators use it
+
+
+@blp.before_request
+def who_calls() -> None:
+    """Closing is the admin's: 404 / 401 / 403 come before anything about the body."""
+    table_id = (request.view_args or {}).get("table_id")
+    if request.method == "POST" and table_id is not None:
+        authenticate(table_id, admin_only=True)
 
 
 @blp.route("")
@@ -32,8 +41,12 @@ class Tables(MethodView):
                             options=body["options"])
         key = idem.key()
         request_hash = idem.fingerprint(None, request.get_json(silent=True)) if key else None
-        table_id, tokens, p = ledger().create_table(cmd, idempotency_key=key,
-                                                    request_hash=request_hash)
+        led = ledger()
+        table_id, tokens, p = led.create_table(cmd, idempotency_key=key,
+                                               request_hash=request_hash)
+        found = led.store.idempotent_result(table_id, key) if key else None
+        if found is not None:  # a repeat answers as the first request was answered
+            p, _ = first_answer(led, table_id, found)
         return {
             "id": table_id, "admin_token": tokens["admin"], "version": p.version,
             "seats": [{"seat": i, "name": n, "bot": b, "token": tokens["seats"][i]}
@@ -57,8 +70,8 @@ class CloseResource(MethodView):
     @blp.response(200, ClosedOut)
     def post(self, body: dict[str, Any], table_id: str) -> Any:
         """End the game (admin); a non-empty pool is reported as left over (RULES §8.8)."""
-        viewer, first, done = write(table_id, body, lambda v, p: c.CloseTable(), admin_only=True)
-        out = write_response(table_id, viewer, first, done)
+        viewer, written = write(table_id, body, lambda v, p: c.CloseTable(), admin_only=True)
+        out = write_response(table_id, viewer, written)
         closed = [e for e in out["events"] if e["type"] == "table_closed"]
         out["leftover"] = closed[-1]["data"]["leftover"] if closed else out["table"]["pool"]
         return out

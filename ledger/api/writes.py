@@ -2,26 +2,48 @@
 
 from __future__ import annotations
 
+import itertools
+import json
 from collections.abc import Callable
 from typing import Any
 
 from flask import request
+from webargs.flaskparser import FlaskParser
 
 from ledger import commands as c
 from ledger.api import idempotency as idem
-from ledger.api.auth import ledger, require_admin, viewer_for
+from ledger.api.auth import authenticated, ledger, require_admin, viewer_for
 from ledger.errors import LedgerError
-from ledger.projector import Projection
-from ledger.service import Outcome
-from ledger.store.base import AlreadyApplied, VersionConflict
+from ledger.projector import Projection, project
+from ledger.rules import table as tb
+from ledger.service import Ledger, Outcome
+from ledger.store.base import AlreadyApplied, IdempotentResult, StoredEvent, VersionConflict
 from ledger.views import Viewer, live_hand, redact, table_view
+
+Written = Outcome | IdempotentResult  # what a write appended, or the earlier run it repeats
+
+
+class JsonBodyParser(FlaskParser):
+    """webargs' parser; a body Python's json module cannot take (nested too deep, a number
+    of thousands of digits) is malformed JSON too, a 400, not a server error."""
+
+    def _raw_load_json(self, req: Any) -> Any:
+        try:
+            return super()._raw_load_json(req)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise
+        except (RecursionError, ValueError) as err:
+            raise json.JSONDecodeError(f"unreadable JSON: {err}", "<body>", 0) from err
+
+
+BODY_PARSER = JsonBodyParser()
 
 
 def write(table_id: str, body: dict[str, Any],
           make: Callable[[Viewer, Projection], c.Command],
-          admin_only: bool = False) -> tuple[Viewer, int, Outcome | None]:
-    """Run a write for the caller: the viewer, the first version it appended, and the outcome
-    (None when this is a repeat of an earlier request with the same Idempotency-Key).
+          admin_only: bool = False) -> tuple[Viewer, Written]:
+    """Run a write for the caller: the viewer, and the outcome (or, when this repeats an
+    earlier request with the same Idempotency-Key, that request's idempotent result).
 
     The command is first decided on this process's cached state of the table when that
     can stand for the latest (no expected_version, or the cached version is the one
@@ -34,18 +56,20 @@ def write(table_id: str, body: dict[str, Any],
     cached = led.cached(table_id)
     optimistic = cached is not None and expected in (None, cached.version)
     p = cached if cached is not None and optimistic else led.load(table_id)
-    viewer = viewer_for(p)  # tokens never change, so any version of the table will do
-    if admin_only:
-        require_admin(viewer)
+    viewer = authenticated()
+    if viewer is None:  # tokens never change, so any version of the table will do
+        viewer = viewer_for(p)
+        if admin_only:
+            require_admin(viewer)
     key = idem.key()
     request_hash = None
     if key is not None:
         request_hash = idem.fingerprint(viewer, request.get_json(silent=True))
         found = idem.check(led.store.idempotent_result(table_id, key), request_hash)
         if found is not None:
-            return viewer, found.first_version, None
+            return viewer, found
 
-    def attempt(p: Projection) -> tuple[Viewer, int, Outcome | None]:
+    def attempt(p: Projection) -> tuple[Viewer, Written]:
         try:
             out = led.execute(table_id, make(viewer, p), expected_version=expected,
                               idempotency_key=key, request_hash=request_hash, loaded=p)
@@ -53,8 +77,8 @@ def write(table_id: str, body: dict[str, Any],
             assert request_hash is not None
             found = idem.check(err.result, request_hash)
             assert found is not None
-            return viewer, found.first_version, None
-        return viewer, out.first_version, out
+            return viewer, found
+        return viewer, out
 
     if optimistic:
         try:
@@ -64,17 +88,52 @@ def write(table_id: str, body: dict[str, Any],
     return attempt(led.load(table_id))
 
 
-def write_response(table_id: str, viewer: Viewer, first_version: int,
-                   out: Outcome | None = None) -> dict[str, Any]:
+def write_response(table_id: str, viewer: Viewer, written: Written) -> dict[str, Any]:
     """`version`, the events from the write on (bots' moves included), and the table."""
     led = ledger()
-    if out is not None and led.cached(table_id) is out.projection:
+    if isinstance(written, IdempotentResult):
+        p, stored = first_answer(led, table_id, written)
+    elif led.cached(table_id) is written.projection:
         # Nothing followed in this process (no in-process bot moves): answer from the
         # write itself, without reading back what was just appended.
-        p, stored = out.projection, out.stored
+        p, stored = written.projection, written.stored
     else:
         p = led.load(table_id)
-        stored = led.store.load(table_id, after_version=first_version - 1)
+        stored = led.store.load(table_id, after_version=written.first_version - 1)
     live = live_hand(p.table)
     return {"version": p.version, "events": [redact(s, viewer, live) for s in stored],
             "table": table_view(table_id, p, viewer)}
+
+
+def first_answer(led: Ledger, table_id: str,
+                 found: IdempotentResult) -> tuple[Projection, list[StoredEvent]]:
+    """The table and the events the first request with this Idempotency-Key was answered
+    with (API.md: a repeat returns the first answer), whatever was written since: its own
+    events and what followed from them by itself (rule, settlement, an auto-dealt hand,
+    bots), up to the next write a client made."""
+    latest = led.load(table_id)
+    stored = led.store.load(table_id, after_version=found.first_version - 1)
+    end = found.last_version
+    for prev, s in itertools.pairwise(stored):
+        if s.version <= found.last_version:
+            continue
+        if not _follows_by_itself(prev, s, latest.table):
+            break
+        end = s.version
+    stored = [s for s in stored if s.version <= end]
+    if end == latest.version:
+        return latest, stored
+    return project(led.store.load(table_id, up_to_version=end)), stored
+
+
+def _follows_by_itself(prev: StoredEvent, s: StoredEvent, t: tb.Table) -> bool:
+    """Whether `s` was appended by the service itself after `prev`, not by a client's write."""
+    cause = s.causation or ""
+    if cause.startswith(("bot:", "event:")):
+        return True  # a bot's move; what a rule makes follow (tricks, settlement)
+    if cause.startswith("command:") and cause == prev.causation:
+        return True  # the rest of the batch `prev` belongs to
+    # With auto_deal the settlement deals the next hand in the same batch (handlers.settle).
+    return (s.type == "hand_started" and prev.type == "hand_settled"
+            and t.opts.deal == "shuffled" and t.opts.auto_deal
+            and not all(b is not None for b in t.bots))
