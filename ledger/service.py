@@ -53,6 +53,10 @@ def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+def _mac(secret: bytes, label: str) -> bytes:
+    return hmac.new(secret, label.encode(), hashlib.sha256).digest()
+
+
 def _derived_tokens(root: bytes, seats: int) -> dict[str, Any]:
     def derive(label: str) -> str:
         mac = hmac.new(root, label.encode(), hashlib.sha256).digest()[:24]
@@ -101,16 +105,22 @@ class Ledger:
                      request_hash: str | None = None) -> tuple[str, dict[str, Any], Projection]:
         """Create a table; returns its id, the plain tokens (shown once) and its state.
 
-        With an Idempotency-Key the id and the tokens derive from the key and the request,
-        so a repeat finds the same table and can answer with the same tokens although only
-        their hashes are stored.
+        With an Idempotency-Key the id derives from the key and the tokens from the key and
+        the request, both as HMACs under the deployment's secret: a repeat finds the same
+        table and answers with the same tokens although only their hashes are stored, the
+        same key with another request meets IdempotencyConflict, and nobody without the
+        secret can compute either from the key.
         """
         if idempotency_key is not None and request_hash is not None:
-            root = hashlib.sha256(f"{idempotency_key}|{request_hash}".encode()).digest()
-            table_id = uuid.UUID(bytes=root[:16], version=4).hex
-            tokens = _derived_tokens(root, len(cmd.seats))
+            secret = self.store.server_secret()
+            table_id = uuid.UUID(bytes=_mac(secret, f"table|{idempotency_key}")[:16],
+                                 version=4).hex
+            tokens = _derived_tokens(
+                _mac(secret, f"tokens|{idempotency_key}|{request_hash}"), len(cmd.seats))
             found = self.store.idempotent_result(table_id, idempotency_key)
             if found is not None:
+                if found.request_hash != request_hash:
+                    raise IdempotencyConflict(idempotency_key)
                 return table_id, tokens, self.load(table_id)
         else:
             table_id = uuid.uuid4().hex
@@ -122,8 +132,12 @@ class Ledger:
         try:
             out = self._append(table_id, None, events, "command:create", idempotency_key,
                                request_hash)
-        except (AlreadyApplied, VersionConflict):
-            return table_id, tokens, self.load(table_id)  # a concurrent repeat won the race
+        except (AlreadyApplied, VersionConflict):  # a concurrent request with the key won
+            assert idempotency_key is not None
+            found = self.store.idempotent_result(table_id, idempotency_key)
+            if found is None or found.request_hash != request_hash:
+                raise IdempotencyConflict(idempotency_key) from None
+            return table_id, tokens, self.load(table_id)
         self.dispatch(table_id, out.projection)
         return table_id, tokens, self.load(table_id)
 

@@ -99,6 +99,10 @@ class EventStore(Protocol):
 
     def table_ids(self) -> list[str]: ...
 
+    def server_secret(self) -> bytes:
+        """This deployment's random secret: the same for every process on the database."""
+        ...
+
     def ping(self) -> dict[str, Any]:
         """{"backend": ..., ...}; raises StoreUnavailable."""
         ...

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -25,6 +26,7 @@ class MemoryStore:
         self._tables: dict[str, list[StoredEvent]] = {}
         self._all: list[StoredEvent] = []
         self._keys: dict[tuple[str, str], IdempotentResult] = {}
+        self._secret = os.urandom(32)
 
     def upgrade(self) -> None:
         return None
@@ -74,6 +76,9 @@ class MemoryStore:
     def table_ids(self) -> list[str]:
         with self._lock:
             return sorted(self._tables)
+
+    def server_secret(self) -> bytes:
+        return self._secret
 
     def ping(self) -> dict[str, Any]:
         return {"backend": "memory", "tables": len(self._tables), "events": len(self._all)}

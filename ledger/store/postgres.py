@@ -95,6 +95,7 @@ class PostgresStore:
             kwargs["options"] = f"-c search_path={schema}"
         self._connections = Connections(url, kwargs, max_size)
         self._heads: dict[str, tuple[int, str]] = {}
+        self._secret: bytes | None = None
 
     def _conn(self) -> AbstractContextManager[psycopg.Connection[Any]]:
         return self._connections.get()
@@ -224,6 +225,14 @@ class PostgresStore:
     def table_ids(self) -> list[str]:
         with self._conn() as conn:
             return [r[0] for r in conn.execute(_TABLE_IDS)]
+
+    def server_secret(self) -> bytes:
+        if self._secret is None:
+            with self._conn() as conn:
+                row = conn.execute("SELECT secret FROM server_secret").fetchone()
+            assert row is not None
+            self._secret = bytes.fromhex(row[0])
+        return self._secret
 
     def ping(self) -> dict[str, Any]:
         with self._conn() as conn:

@@ -98,4 +98,16 @@ BEGIN
     RETURN base + 1;
 END $$;
 """),
+    # A random secret of this deployment (see sqlite_schema.py); gen_random_uuid() draws
+    # from the server's strong random source (PostgreSQL 13+), two of them give 244 bits.
+    (2, """
+CREATE TABLE server_secret (
+    id     integer PRIMARY KEY CHECK (id = 1),
+    secret text    NOT NULL
+);
+INSERT INTO server_secret
+    VALUES (1, replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''));
+CREATE TRIGGER server_secret_append_only BEFORE UPDATE OR DELETE ON server_secret
+    FOR EACH ROW EXECUTE FUNCTION loo_refuse_change();
+"""),
 ]

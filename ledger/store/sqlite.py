@@ -51,6 +51,7 @@ class SqliteStore:
         self._lock = threading.Lock()  # guards the idle list only
         self._idle: list[sqlite3.Connection] = []
         self._pid = os.getpid()
+        self._secret: bytes | None = None
         with self._conn() as conn:
             conn.execute("SELECT 1")
 
@@ -171,6 +172,13 @@ class SqliteStore:
         with self._conn() as conn:
             return [r[0] for r in conn.execute("SELECT DISTINCT table_id FROM events"
                                                " ORDER BY table_id")]
+
+    def server_secret(self) -> bytes:
+        if self._secret is None:
+            with self._conn() as conn:
+                (hex_,) = conn.execute("SELECT secret FROM server_secret").fetchone()
+            self._secret = bytes.fromhex(hex_)
+        return self._secret
 
     def ping(self) -> dict[str, Any]:
         with self._conn() as conn:

@@ -31,4 +31,15 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
           + _REFUSE.format(table=t, op=op)
           for t in ("events", "idempotency") for op in ("UPDATE", "DELETE")),
     ]),
+    # A random secret of this deployment (every process on this database shares it): the
+    # table id and tokens of a create with an Idempotency-Key are HMACs under it, so nobody
+    # can compute them from the key offline. Written once, here; never changed.
+    (2, [
+        """CREATE TABLE server_secret (
+            id     INTEGER PRIMARY KEY CHECK (id = 1),
+            secret TEXT    NOT NULL)""",
+        "INSERT INTO server_secret VALUES (1, lower(hex(randomblob(32))))",
+        *(f"CREATE TRIGGER server_secret_no_{op.lower()} BEFORE {op} ON server_secret "
+          + _REFUSE.format(table="server_secret", op=op) for op in ("UPDATE", "DELETE")),
+    ]),
 ]

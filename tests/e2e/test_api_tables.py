@@ -113,3 +113,31 @@ def test_table_creation_is_idempotent_with_a_key(club: Club):
     assert r1.status_code == 201 and r2.status_code == 201
     assert r1.get_json()["id"] == r2.get_json()["id"]
     assert r1.get_json()["admin_token"] == r2.get_json()["admin_token"]
+
+
+def test_table_creation_key_reused_with_another_body_is_409(club: Club):
+    key = {"Idempotency-Key": "club-43"}
+    first = club.c.post("/v1/tables", json={"seats": FOUR, "deal": "results"}, headers=key)
+    assert first.status_code == 201
+    again = club.c.post("/v1/tables", json={"seats": FOUR, "deal": "recorded"}, headers=key)
+    club.problem(again, 409, "idempotency_conflict")
+
+
+def test_tokens_of_an_idempotent_create_cannot_be_computed_from_the_key(club: Club):
+    """They are HMACs under the deployment's secret, not hashes of the key and body alone
+    (the earlier derivation, which anyone could repeat offline, is checked against)."""
+    import base64
+    import hashlib
+    import hmac
+
+    from ledger.api import idempotency as idem
+
+    body = {"seats": FOUR, "deal": "results"}
+    made = club.c.post("/v1/tables", json=body, headers={"Idempotency-Key": "club-44"})
+    with club.c.application.test_request_context("/v1/tables", method="POST", json=body):
+        request_hash = idem.fingerprint(None, body)
+    root = hashlib.sha256(f"club-44|{request_hash}".encode()).digest()
+    offline = base64.urlsafe_b64encode(
+        hmac.new(root, b"admin", hashlib.sha256).digest()[:24]).decode().rstrip("=")
+    assert made.get_json()["admin_token"] != offline
+    assert made.get_json()["id"] != hashlib.sha256(b"club-44").hexdigest()[:32]

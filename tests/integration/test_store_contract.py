@@ -149,7 +149,8 @@ def test_idempotency_survives_a_new_store_instance(sql_backend: Backend) -> None
 
 @pytest.mark.parametrize("statement", [
     "UPDATE events SET data = '{}'", "DELETE FROM events",
-    "UPDATE idempotency SET request_hash = 'x'", "DELETE FROM idempotency"])
+    "UPDATE idempotency SET request_hash = 'x'", "DELETE FROM idempotency",
+    "UPDATE server_secret SET secret = 'x'", "DELETE FROM server_secret"])
 def test_the_database_refuses_to_change_history(sql_backend: Backend, statement: str) -> None:
     t = new_table()
     sql_backend.store.append(t, events(2), 0, idempotency_key="k", request_hash="h")
@@ -221,4 +222,28 @@ def test_upgrade_twice_is_harmless(backend: Backend) -> None:
     assert info["backend"] == {"memory": "memory", "sqlite": "sqlite",
                                "postgres": "postgresql"}[backend.name]
     if backend.name != "memory":
-        assert info["schema_version"] == 1
+        from ledger.store.sqlite_schema import MIGRATIONS
+
+        assert info["schema_version"] == len(MIGRATIONS)
+
+
+def test_server_secret_is_random_shared_by_every_instance_and_kept(sql_backend: Backend) -> None:
+    secret = sql_backend.store.server_secret()
+    assert len(secret) >= 30 and secret != bytes(len(secret))
+    other = sql_backend.reopen()
+    try:
+        other.upgrade()  # upgrading again never draws a new one
+        assert other.server_secret() == secret
+    finally:
+        other.close()
+
+
+def test_each_database_has_its_own_server_secret(backend: Backend, tmp_path) -> None:
+    from ledger.store.sqlite import SqliteStore
+
+    fresh = SqliteStore(str(tmp_path / "other.db"))
+    try:
+        fresh.upgrade()
+        assert fresh.server_secret() != backend.store.server_secret()
+    finally:
+        fresh.close()
