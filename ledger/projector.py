@@ -53,11 +53,13 @@ def chip_ledger(stored: Iterable[StoredEvent], players: int) -> dict[str, Any]:
     transfers: list[dict[str, Any]] = []
     balances = {SEAT(s): 0 for s in range(players)} | {"pool": 0}
 
-    def move(s: StoredEvent, src: str, dst: str, amount: int, reason: str) -> None:
+    def move(s: StoredEvent, src: str, dst: str, amount: int, reason: str,
+             **extra: Any) -> None:
         if amount <= 0:
             return
         transfers.append({"hand": s.hand, "version": s.version, "from": src, "to": dst,
-                          "amount": amount, "reason": reason, "causation": s.causation})
+                          "amount": amount, "reason": reason, "causation": s.causation}
+                         | extra)
         balances[src] -= amount
         balances[dst] += amount
 
@@ -68,8 +70,9 @@ def chip_ledger(stored: Iterable[StoredEvent], players: int) -> dict[str, Any]:
         elif s.type == "tricks_paid":
             for seat, amount in sorted(d["payments"].items(), key=lambda kv: int(kv[0])):
                 move(s, "pool", SEAT(seat), amount, d["reason"])
-        elif s.type == "penalty_assessed":
-            move(s, SEAT(d["seat"]), "pool", d["amount"], "loo")
+        elif s.type == "penalty_assessed":  # §8.5: the uncapped amount and the cap applied
+            move(s, SEAT(d["seat"]), "pool", d["amount"], "loo", uncapped=d["uncapped"],
+                 cap=d["cap"], mode=d["mode"])
     return {"transfers": transfers, "balances": balances}
 
 

@@ -114,25 +114,45 @@ def _count(value: Any) -> dict[str, int]:
     return {"count": len(value) if value is not None else 0}
 
 
+# Events of a hand written before its deal: they hide nothing, so their hashes may show.
+_BEFORE_DEAL = frozenset({"hand_started", "stake_posted"})
+
+
 def redact(s: StoredEvent, viewer: Viewer, live_hand: int | None) -> dict[str, Any]:
-    """An event as the viewer may see it: hidden tiles removed while its hand is live."""
+    """An event as the viewer may see it: hidden tiles removed while its hand is live.
+
+    A hash commits to the whole event, hidden tiles included, and a discard is one of a few
+    hundred possibilities: given the hash (or any later hash of the chain, which commits to
+    it) a seat could try them all and find it. So while a hand is live a seat gets no hash
+    from its deal on, nor the `prev_hash` after it; the chain is open again, and checkable
+    end to end, once the hand is complete (§10). table_created keeps its token hashes:
+    without them nobody could check the chain from version 1, and a SHA-256 digest of a
+    192-bit random token opens nothing.
+    """
     data = dict(s.data)
-    if s.type == "table_created":
-        data.pop("tokens", None)  # token hashes are nobody's business
-    if live_hand is not None and s.hand == live_hand:
-        if s.type == "tiles_dealt":
-            data.pop("seed", None)
+    digest, prev = s.hash, s.prev_hash
+    if live_hand is not None:
+        live = s.hand == live_hand
+        if live and s.type == "tiles_dealt":
+            data.pop("seed", None)  # secret until seed_revealed, even for the admin
             if not viewer.admin:
                 data["hands"] = {k: (v if viewer.seat == int(k) else _count(v))
                                  for k, v in data["hands"].items()}
                 data["boneyard"] = _count(data["boneyard"])
-        elif s.type in ("miss_drawn", "tiles_discarded") and not viewer.sees_seat(data["seat"]):
+        elif live and s.type in ("miss_drawn", "tiles_discarded") \
+                and not viewer.sees_seat(data["seat"]):
             data["tiles"] = _count(data["tiles"])
             if "put_out" in data:
                 data["put_out"] = _count(data["put_out"])
+        # table_closed can follow a live hand that was abandoned: it chains on its events.
+        if not viewer.admin and ((live and s.type not in _BEFORE_DEAL)
+                                 or s.type == "table_closed"):
+            digest = None
+            if s.type != "tiles_dealt":
+                prev = None
     return {"version": s.version, "position": s.position, "type": s.type, "hand": s.hand,
             "data": data, "recorded_at": s.recorded_at, "causation": s.causation,
-            "hash": s.hash, "prev_hash": s.prev_hash}
+            "hash": digest, "prev_hash": prev}
 
 
 def live_hand(t: tb.Table) -> int | None:
