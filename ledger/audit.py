@@ -11,7 +11,7 @@ from ledger.errors import LedgerError
 from ledger.projector import Projection, chip_ledger, decode, project
 from ledger.rules import table as tb
 from ledger.rules.actions import Action, Decide, Discard, Play
-from ledger.rules.deal import deal, shuffle
+from ledger.rules.deal import deal, lots, shuffle
 from ledger.rules.results import result_events
 from ledger.store.base import StoredEvent
 from ledger.store.hashing import verify_chain
@@ -22,7 +22,7 @@ def audit(stored: Sequence[StoredEvent], live: Projection | None = None) -> dict
     checks: dict[str, Any] = {
         "hash_chain": verify_chain(list(stored)) or True,
         "replay_matches": _replay(stored, live),
-        "chips_conserved": _chips(stored),
+        "chips_conserved": _chips(stored),  # and every stake, payment, penalty and point
         "plays_legal": _legal(stored),
         "deals_match_commitments": _deals(stored),
     }
@@ -60,6 +60,48 @@ def _chips(stored: Sequence[StoredEvent]) -> Any:
         pool += _pool_delta(s)
         if s.type == "hand_settled" and pool != s.data["pool"]:
             return f"version {s.version}: pool {s.data['pool']} but transfers give {pool}"
+    try:
+        return _settlements(stored)
+    except Exception as err:  # noqa: BLE001 - a corrupt record must be reported, not raised
+        return f"settlements could not be recomputed: {err}"
+
+
+_SETTLEMENT = (ev.TricksPaid, ev.PlayerLooed, ev.PenaltyAssessed, ev.PointsScored,
+               ev.HandSettled, ev.GameWon)
+
+
+def _settlements(stored: Sequence[StoredEvent]) -> Any:
+    """§8/§9 (and §2's rotation): the stakes, payments, penalties and points the record shows
+    are exactly what the rules make of it, so a rewritten (and re-hashed) sum is caught."""
+    events = [decode(s) for s in stored]
+    t = tb.replay([])
+    i = 0
+    while i < len(events):
+        e, version = events[i], stored[i].version
+        expected: list[ev.Event] | None = None
+        if isinstance(e, ev.HandStarted):
+            if not t.settled or t.status != "playing" or e.dealer != t.dealer:
+                return (f"version {version}: hand {e.number} may not start here (the deal "
+                        f"passes to seat {t.dealer}, after the last hand is settled)")
+            t = tb.evolve(t, e)
+            i += 1
+            expected = tb.stakes(t) if t.opts.scoring == "pool" else []
+            what = "the stakes differ from §8.1"
+        elif tb.needs_settlement(t) and isinstance(e, _SETTLEMENT):
+            expected = tb.settle(t)
+            what = "the settlement differs from " + ("§8" if t.opts.scoring == "pool" else "§9")
+        elif isinstance(e, (ev.StakePosted, *_SETTLEMENT)):
+            return f"version {version}: {e.type} outside the stakes or a settlement"
+        if expected is None:
+            t = tb.evolve(t, e)
+            i += 1
+            continue
+        got = events[i : i + len(expected)]
+        following = events[i + len(expected)] if i + len(expected) < len(events) else None
+        if got != expected or isinstance(following, ev.StakePosted):
+            return f"version {stored[min(i, len(stored) - 1)].version}: {what}"
+        t = tb.replay(expected, t)
+        i += len(expected)
     return True
 
 
@@ -165,6 +207,12 @@ def _deals(stored: Sequence[StoredEvent]) -> Any:
         d = s.data
         if s.type == "table_created":
             players = d["players"]
+        elif s.type == "dealer_chosen" and d.get("method") == "lots":
+            # §2: seat i draws item i of the lots seed's shuffle; the highest tile deals.
+            draws, winner = lots(bytes.fromhex(d["seed"]), players)
+            if ev.to_data(ev.DealerChosen(seat=winner, method="lots", draws=tuple(draws),
+                                          seed=d["seed"])) != d:
+                return "the first dealer's draw by lots does not follow from its seed"
         elif s.type == "hand_started":
             started[d["number"]] = (d.get("commitment"), d["dealer"])
         elif s.type == "tiles_dealt" and s.hand is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from marshmallow import INCLUDE, Schema, fields, post_dump
+from marshmallow import INCLUDE, Schema, fields, post_dump, validate
 
 
 class Open(Schema):
@@ -22,51 +22,51 @@ class Open(Schema):
 
 
 class SeatOut(Open):
-    seat = fields.Integer()
-    name = fields.String()
-    bot = fields.String(allow_none=True)
-    score = fields.Integer()
-    balance = fields.Integer()
+    seat = fields.Integer(required=True)
+    name = fields.String(required=True)
+    bot = fields.String(allow_none=True, required=True)
+    score = fields.Integer(required=True)
+    balance = fields.Integer(required=True)
     tricks = fields.Integer()
 
 
 class TrickOut(Open):
-    leader = fields.Integer()
-    suit = fields.Integer()
-    plays = fields.List(fields.Dict())
-    winner = fields.Integer(allow_none=True)
+    leader = fields.Integer(required=True)
+    suit = fields.Integer(required=True)
+    plays = fields.List(fields.Dict(), required=True)
+    winner = fields.Integer(allow_none=True, required=True)
 
 
 class HandOut(Open):
-    number = fields.Integer()
-    phase = fields.String()
-    dealer = fields.Integer()
-    turn = fields.Integer(allow_none=True)
-    turn_up = fields.String(allow_none=True)
-    trump = fields.Integer(allow_none=True)
-    decisions = fields.Dict(keys=fields.String(), values=fields.String())
-    for_pool = fields.Boolean()
-    pool_at_start = fields.Integer()
-    hands = fields.Dict(keys=fields.String(), values=fields.Raw())
-    tricks = fields.List(fields.Nested(TrickOut))
-    tricks_won = fields.Dict(keys=fields.String(), values=fields.Integer())
-    turn_up_taken = fields.Boolean()
+    number = fields.Integer(required=True)
+    phase = fields.String(required=True)
+    dealer = fields.Integer(required=True)
+    turn = fields.Integer(allow_none=True, required=True)
+    turn_up = fields.String(allow_none=True, required=True)
+    trump = fields.Integer(allow_none=True, required=True)
+    decisions = fields.Dict(keys=fields.String(), values=fields.String(), required=True)
+    for_pool = fields.Boolean(required=True)
+    pool_at_start = fields.Integer(required=True)
+    hands = fields.Dict(keys=fields.String(), values=fields.Raw(), required=True)
+    tricks = fields.List(fields.Nested(TrickOut), required=True)
+    tricks_won = fields.Dict(keys=fields.String(), values=fields.Integer(), required=True)
+    turn_up_taken = fields.Boolean(required=True)
 
 
 class TableOut(Open):
-    id = fields.String()
-    variant = fields.String()
-    scoring = fields.String()
+    id = fields.String(required=True)
+    variant = fields.String(required=True)
+    scoring = fields.String(required=True)
     deal = fields.String()
-    options = fields.Dict()
-    version = fields.Integer()
-    status = fields.String()
-    dealer = fields.Integer(allow_none=True)
-    pool = fields.Integer()
-    seats = fields.List(fields.Nested(SeatOut))
-    winner = fields.Integer(allow_none=True)
-    hand = fields.Nested(HandOut, allow_none=True)
-    legal_actions = fields.List(fields.Dict())
+    options = fields.Dict(required=True)
+    version = fields.Integer(required=True)
+    status = fields.String(required=True)
+    dealer = fields.Integer(allow_none=True, required=True)
+    pool = fields.Integer(required=True)
+    seats = fields.List(fields.Nested(SeatOut), required=True)
+    winner = fields.Integer(allow_none=True, required=True)
+    hand = fields.Nested(HandOut, allow_none=True, required=True)
+    legal_actions = fields.List(fields.Dict(), required=True)
 
 
 class SeatTokenOut(Open):
@@ -85,15 +85,18 @@ class CreatedOut(Open):
 
 
 class EventOut(Open):
-    version = fields.Integer()
-    position = fields.Integer()
-    type = fields.String()
-    hand = fields.Integer(allow_none=True)
-    data = fields.Dict()
-    recorded_at = fields.String()
-    causation = fields.String(allow_none=True)
-    hash = fields.String()
-    prev_hash = fields.String()
+    version = fields.Integer(required=True)
+    position = fields.Integer(required=True)
+    type = fields.String(required=True)
+    hand = fields.Integer(allow_none=True, required=True)
+    data = fields.Dict(required=True)
+    recorded_at = fields.String(required=True)
+    causation = fields.String(allow_none=True, required=True)
+    hash = fields.String(required=True, allow_none=True, metadata={
+        "description": "sha256 of prev_hash + the event; null for a seat token while the "
+                       "event's hand is live, from its deal on (it would give hidden tiles "
+                       "away)"})
+    prev_hash = fields.String(allow_none=True, required=True)
 
 
 class ActionOut(Open):
@@ -104,35 +107,77 @@ class ActionOut(Open):
 
 
 class EventsOut(Open):
-    events = fields.List(fields.Nested(EventOut))
-    next = fields.Integer()
+    events = fields.List(fields.Nested(EventOut), required=True)
+    next = fields.Integer(required=True)
 
 
 class HandRecordOut(Open):
-    number = fields.Integer()
-    complete = fields.Boolean()
-    hand = fields.Nested(HandOut)
-    events = fields.List(fields.Nested(EventOut))
+    number = fields.Integer(required=True)
+    complete = fields.Boolean(required=True)
+    settled = fields.Boolean()
+    hand = fields.Nested(HandOut, required=True)
+    events = fields.List(fields.Nested(EventOut), required=True)
+
+
+class ReplayStateOut(Open):
+    pool = fields.Integer(required=True)
+    balances = fields.Dict(keys=fields.String(), values=fields.Integer(), required=True)
+    scores = fields.Dict(keys=fields.String(), values=fields.Integer(), required=True)
+    dealer = fields.Integer(allow_none=True, required=True)
+    status = fields.String(required=True)
+    hand = fields.Nested(HandOut, allow_none=True, required=True)
 
 
 class ReplayOut(Open):
-    step = fields.Integer()
-    steps = fields.Integer()
-    event = fields.Nested(EventOut, allow_none=True)
-    state = fields.Dict()
+    step = fields.Integer(required=True)
+    steps = fields.Integer(required=True)
+    event = fields.Nested(EventOut, allow_none=True, required=True)
+    state = fields.Nested(ReplayStateOut, required=True)
+
+
+class TransferOut(Open):
+    hand = fields.Integer(allow_none=True, required=True)
+    version = fields.Integer(required=True)
+    from_ = fields.String(attribute="from", data_key="from", required=True)
+    to = fields.String(required=True)
+    amount = fields.Integer(validate=validate.Range(min=1), required=True)
+    reason = fields.String(required=True, validate=validate.OneOf(
+        ["ante", "dealer_ante", "trick", "loo", "pool_award"]))
+    uncapped = fields.Integer(metadata={"description": "loo: the penalty before any cap"})
+    cap = fields.Integer(allow_none=True, metadata={"description": "loo: the cap applied"})
+
+
+class ScoreOut(Open):
+    hand = fields.Integer(allow_none=True, required=True)
+    version = fields.Integer(required=True)
+    seat = fields.Integer(required=True)
+    delta = fields.Integer(required=True)
+    reason = fields.String(required=True, validate=validate.OneOf(
+        ["trick", "loo", "rounce", "won_without_play"]))
 
 
 class LedgerOut(Open):
-    transfers = fields.List(fields.Dict())
-    balances = fields.Dict(keys=fields.String(), values=fields.Integer())
-    scores = fields.List(fields.Dict())
+    transfers = fields.List(fields.Nested(TransferOut), required=True)
+    balances = fields.Dict(keys=fields.String(), values=fields.Integer(), required=True)
+    scores = fields.List(fields.Nested(ScoreOut))
     totals = fields.Dict(keys=fields.String(), values=fields.Integer())
 
 
+CHECK = {"description": "true, or a sentence naming the first failure found"}
+
+
+class ChecksOut(Open):
+    hash_chain = fields.Raw(metadata=CHECK, required=True)
+    replay_matches = fields.Raw(metadata=CHECK, required=True)
+    chips_conserved = fields.Raw(metadata=CHECK, required=True)
+    plays_legal = fields.Raw(metadata=CHECK, required=True)
+    deals_match_commitments = fields.Raw(metadata=CHECK, required=True)
+
+
 class AuditOut(Open):
-    ok = fields.Boolean()
-    events = fields.Integer()
-    checks = fields.Dict(keys=fields.String(), values=fields.Raw())
+    ok = fields.Boolean(required=True)
+    events = fields.Integer(required=True)
+    checks = fields.Nested(ChecksOut, required=True)
 
 
 class ClosedOut(Open):
