@@ -99,7 +99,10 @@ def write_response(table_id: str, viewer: Viewer, written: Written) -> dict[str,
         p, stored = written.projection, written.stored
     else:
         p = led.load(table_id)
-        stored = led.store.load(table_id, after_version=written.first_version - 1)
+        # Up to the version loaded: an event written meanwhile (a hand dealt by another
+        # process) would be redacted against the wrong hand.
+        stored = led.store.load(table_id, after_version=written.first_version - 1,
+                                up_to_version=p.version)
     live = live_hand(p.table)
     return {"version": p.version, "events": [redact(s, viewer, live) for s in stored],
             "table": table_view(table_id, p, viewer)}

@@ -247,3 +247,35 @@ def test_idempotent_create_repeat_returns_the_first_answer(club: Club):
     again = club.c.post("/v1/tables", json=body, headers=key)
     assert again.status_code == 201
     assert again.get_json() == j
+
+
+def test_an_action_answer_stops_at_the_state_it_loaded(club: Club, app, monkeypatch):
+    """A hand dealt by another process between the answer's load and its event read must not
+    reach a seat (unredacted, against the wrong hand): the answer ends at the loaded version."""
+    from ledger import commands as c
+    from ledger.api.writes import write_response
+    from ledger.service import Outcome
+    from ledger.views import Viewer
+
+    t = club.create(first_dealer=0, options={"auto_deal": False})
+    assert club.start(t).status_code == 200
+    for seat in (1, 2, 3):  # everyone drops: the dealer wins without play, settled at once
+        club.ok(t, {"type": "decide", "choice": "drop"}, t.seats[seat])
+    led = app.extensions["loo_ledger"]
+    before = led.load(t.id)
+    load = led.load
+
+    def load_then_someone_deals(table_id: str):
+        p = load(table_id)
+        monkeypatch.setattr(led, "load", load)
+        led.execute(table_id, c.StartHand())  # another writer, right after our read
+        return p
+
+    monkeypatch.setattr(led, "load", load_then_someone_deals)
+    written = Outcome(before.version, [], before)
+    with app.test_request_context():
+        led._cache.pop(t.id, None)  # the answer must load: something followed the write
+        out = write_response(t.id, Viewer(admin=False, seat=1), written)
+    assert out["version"] == before.version
+    assert all(e["hand"] != 2 for e in out["events"]), out["events"]
+    assert led.load(t.id).version > before.version  # the deal did happen meanwhile
