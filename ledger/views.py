@@ -42,7 +42,7 @@ def hand_view(t: tb.Table, viewer: Viewer, h: Hand | None = None,
     """The hand as the viewer may see it; `full` (audit/replay) shows every tile."""
     h = h or t.hand
     assert h is not None
-    open_ = full or h.phase == "complete"
+    open_ = full or h.phase == "complete" or t.status == "closed"  # closed: nothing is live
     per_seat = range(h.players)
 
     def visible(seat: int) -> bool:
@@ -156,4 +156,5 @@ def redact(s: StoredEvent, viewer: Viewer, live_hand: int | None) -> dict[str, A
 
 
 def live_hand(t: tb.Table) -> int | None:
-    return t.hand.number if t.hand is not None and t.live else None
+    """The hand whose hidden tiles are still secret; none once the table is closed."""
+    return t.hand.number if t.hand is not None and t.live and t.status != "closed" else None

@@ -55,7 +55,7 @@ class HandRecord(MethodView):
         live = live_hand(p.table)
         return {"number": number, "complete": state.hand is not None and not state.live,
                 "settled": state.settled,
-                "hand": hand_view(state, viewer),
+                "hand": hand_view(state, viewer, full=live != number),
                 "events": [redact(s, viewer, live) for s in mine]}
 
 

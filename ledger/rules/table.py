@@ -155,7 +155,10 @@ def close(t: Table) -> list[ev.Event]:
     if t.status == "closed":
         raise Invalid("table_closed", "the table is already closed")
     abandoned = t.hand.number if t.hand is not None and not t.settled else None
-    return [ev.TableClosed(leftover=t.pool, abandoned_hand=abandoned)]
+    out: list[ev.Event] = []
+    if t.seed:  # §10: an abandoned hand is over too: its deal can be checked and opened
+        out.append(ev.SeedRevealed(seed=t.seed, order=tuple(shuffle(bytes.fromhex(t.seed)))))
+    return out + [ev.TableClosed(leftover=t.pool, abandoned_hand=abandoned)]
 
 
 def _check_open(t: Table) -> None:

@@ -141,3 +141,18 @@ def test_tokens_of_an_idempotent_create_cannot_be_computed_from_the_key(club: Cl
         hmac.new(root, b"admin", hashlib.sha256).digest()[:24]).decode().rstrip("=")
     assert made.get_json()["admin_token"] != offline
     assert made.get_json()["id"] != hashlib.sha256(b"club-44").hexdigest()[:32]
+
+
+def test_closing_mid_hand_opens_the_abandoned_hand_to_every_seat(club: Club):
+    """§10: the game is over, so the abandoned hand's record and its seed are revealed."""
+    t = club.create(first_dealer=0, options={"auto_deal": False})
+    assert club.start(t).status_code == 200
+    assert club.view(t, t.seats[1])["hand"]["hands"]["2"] == {"count": 5}
+    assert club.post(t, "/close", {}).status_code == 200
+    hand = club.get(t, t.seats[1], "/hands/1").get_json()["hand"]
+    assert all(len(tiles) == 5 for tiles in hand["hands"].values()), hand["hands"]
+    assert club.get(t, t.seats[1], "/hands/1/replay?step=1").status_code == 200
+    events = club.get(t, t.seats[1], "/events").get_json()["events"]
+    assert [e["type"] for e in events][-2:] == ["seed_revealed", "table_closed"]
+    audit = club.get(t, t.admin, "/audit").get_json()
+    assert audit["ok"], audit

@@ -318,8 +318,18 @@ def test_s8_8_close_reports_the_leftover_pool():
 def test_s8_8_close_mid_hand_reports_the_abandoned_hand():
     g = Game(players=4, deal="shuffled")
     g.shuffled(bytes(32))
-    closed = one(g.close(), ev.TableClosed)
+    events = g.close()
+    closed = one(events, ev.TableClosed)
     assert closed.abandoned_hand == 1 and closed.leftover == 25
+
+
+def test_s10_close_mid_hand_reveals_the_abandoned_hands_seed():
+    g = Game(players=4, deal="shuffled")
+    g.shuffled(bytes(32))
+    events = g.close()
+    revealed = one(events, ev.SeedRevealed)
+    assert revealed.seed == bytes(32).hex() and isinstance(events[-1], ev.TableClosed)
+    assert g.t.seed is None
 
 
 def test_s8_9_pool_scoring_with_two_players():
