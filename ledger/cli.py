@@ -24,8 +24,8 @@ log = logging.getLogger("ledger.cli")
 # used, so `loo serve` never loads them. Add a line here for a new top-level command.
 LAZY_COMMANDS = {
     "play": "ledger.cli_game:play_cmd",
-    "replay": "ledger.cli_game:replay_cmd",
-    "audit": "ledger.cli_game:audit_cmd",
+    "replay": "ledger.cli_record:replay_cmd",
+    "audit": "ledger.cli_record:audit_cmd",
 }
 
 
@@ -206,7 +206,7 @@ def db_upgrade() -> None:
 
 
 # ---- bench -------------------------------------------------------------------------------
-@main.group()
+@main.group(short_help="Benchmarks (see make bench).")
 def bench() -> None:
     """Benchmarks (pip install '.[bench]' adds the reference implementations)."""
 

@@ -80,6 +80,25 @@ def test_bad_database_url_stops_db_upgrade_with_one_line(tmp_path: Path, url: st
     assert_one_line_error(result, "DATABASE_URL")
 
 
+@pytest.mark.parametrize("args", [("play",), ("replay", "abc", "1"), ("audit", "abc")])
+@pytest.mark.parametrize(("variable", "value"), [
+    ("DATABASE_URL", "mysql://x"), ("DATABASE_URL", "postgresql://nobody@127.0.0.1:1/x"),
+    ("LOO_LOG_LEVEL", "loud"),
+])
+def test_game_commands_stop_on_bad_config_with_one_line(tmp_path: Path, args: tuple[str, ...],
+                                                        variable: str, value: str) -> None:
+    result = run_loo(*args, cwd=tmp_path, **{variable: value})
+    assert_one_line_error(result, variable)
+
+
+def test_play_needs_a_reachable_redis_url_but_replay_and_audit_only_read(
+        tmp_path: Path) -> None:
+    result = run_loo("play", cwd=tmp_path, REDIS_URL="redis://127.0.0.1:1/0")
+    assert_one_line_error(result, "REDIS_URL")
+    audit = run_loo("audit", "abc", cwd=tmp_path, REDIS_URL="redis://127.0.0.1:1/0")
+    assert audit.returncode == 1 and "no table 'abc'" in audit.stderr, audit.stderr
+
+
 def test_unreachable_database_names_the_url(tmp_path: Path) -> None:
     url = "postgresql://nobody@127.0.0.1:1/x"
     result = run_loo("db", "upgrade", cwd=tmp_path, DATABASE_URL=url)
