@@ -18,4 +18,22 @@ def advance(table_id: str, expected_version: int, *, ledger: Ledger | None = Non
     """
     from workers.runtime import current_ledger
 
-    return (ledger or current_ledger()).advance(table_id, expected_version)
+    led = ledger or current_ledger()
+    result = led.advance(table_id, expected_version)
+    if result == "stale" and _is_retry():
+        # "Stale" trusts whoever moved the table to carry on, but a failed earlier attempt
+        # of this very job may have made the moves (a connection lost after some appends)
+        # and died: no job then exists for the version it reached. Enqueue that job; its
+        # deterministic id makes this a no-op if another writer's is queued or running.
+        led.dispatch(table_id)
+    return result
+
+
+def _is_retry() -> bool:
+    """This run is an RQ retry of a job that failed or was abandoned (never in-process)."""
+    from rq import get_current_job
+
+    from workers.queue import RETRY_MAX
+
+    job = get_current_job()
+    return job is not None and job.retries_left is not None and job.retries_left < RETRY_MAX

@@ -9,12 +9,14 @@ import re
 import socket
 import threading
 from collections import deque
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import redis
 from rq import Queue, Retry
-from rq.exceptions import DuplicateJobError
+from rq.exceptions import DuplicateJobError, NoSuchJobError
 from rq.job import Job, JobStatus
+from rq.registry import ScheduledJobRegistry
 from rq.serializers import JSONSerializer
 from rq.utils import now
 from rq.worker import Worker
@@ -27,6 +29,7 @@ _JOB_ID_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _ENDED = {JobStatus.FINISHED, JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED}
 RETRY_MAX, RETRY_INTERVALS = 3, [1, 5, 15]  # seconds before each retry
 DEFAULT_JOB_TIMEOUT = 180  # rq's default; past it (+ a margin) a started job is dead for sure
+SCHEDULED_GRACE = 30  # seconds past its time after which a scheduled retry has no scheduler
 
 
 class Dispatcher(Protocol):
@@ -97,14 +100,18 @@ class InlineDispatcher:
 
 
 def abandoned(job: Job) -> bool:
-    """A "started" job whose worker is gone (killed mid-job): it will never end by itself.
+    """A "started" job whose worker is gone (killed mid-job), or a retry no scheduler will
+    enqueue (see _overdue): it will never end by itself.
 
     rq fails such a job only when its started-registry entry expires (job timeout + 60 s)
     and a maintenance pass notices, many minutes later; until then the reconciler could not
     re-enqueue the table's job under the same id. Running it again is safe: the expected
     version decides, so a worker that was alive after all only finds its job stale.
     """
-    if job.get_status(refresh=False) != JobStatus.STARTED:
+    status = job.get_status(refresh=False)
+    if status == JobStatus.SCHEDULED:
+        return _overdue(job)
+    if status != JobStatus.STARTED:
         return False
     started = job.started_at
     timeout = job.timeout if job.timeout and job.timeout > 0 else DEFAULT_JOB_TIMEOUT
@@ -116,10 +123,32 @@ def abandoned(job: Job) -> bool:
                                 connection=job.connection)
     if worker is None:
         return True  # its registration expired: no heartbeat for worker_ttl seconds
-    return worker.hostname == socket.gethostname() and not _pid_alive(worker.pid)
+    return worker.hostname == socket.gethostname() and not _pid_alive(worker.pid,
+                                                                      worker.birth_date)
 
 
-def _pid_alive(pid: int | None) -> bool:
+def _overdue(job: Job) -> bool:
+    """A scheduled job (a retry) well past its time: no scheduler is enqueueing it.
+
+    Only the worker holding the queue's scheduler lock moves due jobs (every second). If it
+    is killed, its lock outlives it and the other workers claim the lock only at their next
+    maintenance, every 10 minutes; until then the retry would wait, and its table with it.
+    """
+    registry = ScheduledJobRegistry(job.origin, connection=job.connection,
+                                    serializer=job.serializer)
+    try:
+        due = registry.get_scheduled_time(job)
+    except NoSuchJobError:
+        return False  # being enqueued by the scheduler right now
+    return (now() - due).total_seconds() > SCHEDULED_GRACE
+
+
+def _pid_alive(pid: int | None, born: datetime | None = None) -> bool:
+    """Whether the process `pid`, registered as a worker born at `born`, still runs.
+
+    A pid outlives its process as a zombie (a parent that never waits), and is reused: a
+    restarted container runs its new `loo worker` as pid 1 again. Neither is the worker.
+    """
     if not pid:
         return True  # unknown: assume alive
     try:
@@ -127,8 +156,33 @@ def _pid_alive(pid: int | None) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True  # exists, owned by someone else
+        pass  # exists, owned by someone else
+    state, started = _proc_stat(pid)
+    if state == "Z":
+        return False
+    if started is not None and born is not None:
+        # The worker registers after its process starts; a process started well after the
+        # registration holds a reused pid (margin: /proc/stat's btime is in whole seconds).
+        if born.tzinfo is None:
+            born = born.replace(tzinfo=UTC)  # rq keeps UTC
+        return started <= born.timestamp() + _PID_REUSE_MARGIN
     return True
+
+
+_PID_REUSE_MARGIN = 2.0  # seconds
+
+
+def _proc_stat(pid: int) -> tuple[str | None, float | None]:
+    """(state, start time as a Unix timestamp) of a process, from /proc (Linux only)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            fields = f.read().rsplit(")", 1)[1].split()  # after "pid (comm)": field 3 on
+        with open("/proc/stat", encoding="ascii") as f:
+            btime = next(int(line.split()[1]) for line in f if line.startswith("btime "))
+        ticks = int(fields[19])  # field 22, starttime: clock ticks after boot
+        return fields[0], btime + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, StopIteration, ValueError):
+        return None, None
 
 
 class RqDispatcher:
@@ -138,7 +192,19 @@ class RqDispatcher:
         self.queue = queue
 
     def enqueue(self, func_path: str, *args: Any, job_id: str) -> None:
-        jid = rq_job_id(job_id)
+        """Enqueue after a commit; a queue that cannot be reached is logged, not raised.
+
+        The command has committed: raising would answer an error for a move that was
+        recorded (and lose a new table's tokens, shown only in that answer). The table
+        then waits as after a crash between commit and enqueue, until the reconciler of
+        `loo worker` enqueues its job again.
+        """
+        try:
+            self._enqueue_once(func_path, args, rq_job_id(job_id))
+        except redis.RedisError as err:
+            log.error("job %s not enqueued (%s): the reconciler will enqueue it", job_id, err)
+
+    def _enqueue_once(self, func_path: str, args: tuple[Any, ...], jid: str) -> None:
         for _ in range(2):
             try:
                 self._enqueue(func_path, args, jid)
@@ -148,8 +214,8 @@ class RqDispatcher:
                 if job is not None and job.get_status(refresh=False) not in _ENDED:
                     if not abandoned(job):
                         return  # queued, scheduled for a retry, or running
-                    log.warning("job %s: its worker %s is gone; enqueued again", jid,
-                                job.worker_name)
+                    log.warning("job %s: abandoned (%s, worker %s); enqueued again", jid,
+                                job.get_status(refresh=False), job.worker_name)
                 if job is not None:
                     job.delete(remove_from_queue=True)
         log.warning("job %s: could not replace its ended predecessor", jid)

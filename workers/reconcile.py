@@ -7,21 +7,42 @@ enqueueing again for a table whose job is still queued is a no-op.
 
 from __future__ import annotations
 
+import threading
+import weakref
 from typing import TYPE_CHECKING
 
 from ledger import handlers
+from ledger.projector import project
 
 if TYPE_CHECKING:
     from ledger.service import Ledger
 
+# Per ledger: the version at which each table was last found not waiting on a worker.
+# Whether a table waits is a function of its events, so an unchanged version needs no
+# fold: a pass then costs one version probe per table, instead of folding every table
+# ever played (the ledger's cache holds 2000 and is cleared beyond, so those folds would
+# be full replays, every pass, and would evict the tables the jobs are playing).
+_idle: weakref.WeakKeyDictionary[Ledger, dict[str, int]] = weakref.WeakKeyDictionary()
+_idle_lock = threading.Lock()
+
 
 def waiting_tables(ledger: Ledger) -> list[str]:
     """Tables whose next step belongs to the workers (a settlement or a bot's turn)."""
+    with _idle_lock:
+        idle = _idle.setdefault(ledger, {})
     out = []
     for table_id in ledger.store.table_ids():
-        p = ledger.load(table_id)
+        known = idle.get(table_id)
+        if known is not None and ledger.store.version(table_id) == known:
+            continue
+        # An idle table is folded outside the ledger's cache, to keep the jobs' tables there.
+        cached = ledger.cached(table_id) is not None
+        p = ledger.load(table_id) if cached else project(ledger.store.load(table_id))
         if handlers.next_command(p) is not None:
+            idle.pop(table_id, None)
             out.append(table_id)
+        else:
+            idle[table_id] = p.version
     return out
 
 
