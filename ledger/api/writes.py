@@ -20,7 +20,8 @@ from ledger.service import Ledger, Outcome
 from ledger.store.base import AlreadyApplied, IdempotentResult, StoredEvent, VersionConflict
 from ledger.views import Viewer, live_hand, redact, table_view
 
-Written = Outcome | IdempotentResult  # what a write appended, or the earlier run it repeats
+Written = Outcome | IdempotentResult
+LATEST_RETRIES = 4  # writes without expected_version: fresh decisions after a lost race  # what a write appended, or the earlier run it repeats
 
 
 class JsonBodyParser(FlaskParser):
@@ -85,6 +86,15 @@ def write(table_id: str, body: dict[str, Any],
             return attempt(p)
         except (LedgerError, VersionConflict):
             pass  # decide again on the latest state
+    if expected is None:
+        # The client asked for "now", not for a version: a concurrent writer (a bot moving
+        # in another process) that appended first only means deciding again on the newer
+        # table. A refused append applied nothing, so nothing can apply twice. Bounded.
+        for _ in range(LATEST_RETRIES):
+            try:
+                return attempt(led.load(table_id))
+            except VersionConflict:
+                continue
     return attempt(led.load(table_id))
 
 

@@ -279,3 +279,33 @@ def test_an_action_answer_stops_at_the_state_it_loaded(club: Club, app, monkeypa
     assert out["version"] == before.version
     assert all(e["hand"] != 2 for e in out["events"]), out["events"]
     assert led.load(t.id).version > before.version  # the deal did happen meanwhile
+
+
+def test_a_write_without_expected_version_is_decided_again_after_losing_a_race(club: Club, app,
+                                                                              monkeypatch):
+    """Bots in other processes append between our read and our append: without an
+    expected_version the client asked for the latest table, so the write is decided again
+    (bounded) instead of answering 409 for a version it never sent."""
+    t = club.create(deal="results", first_dealer=0)
+    led = app.extensions["loo_ledger"]
+    stale = led.load(t.id)
+    assert club.start(t, {"result": {"decisions": {"1": "drop", "2": "drop", "3": "drop"}}}
+                      ).status_code == 200
+    real = led.load
+    calls: list[str] = []
+
+    def slow_reader(table_id: str):
+        calls.append(table_id)
+        return stale if len(calls) <= 3 else real(table_id)  # three reads lose the race
+
+    monkeypatch.setattr(led, "load", slow_reader)
+    monkeypatch.setattr(led, "cached", lambda table_id: None)
+    r = club.post(t, "/close", {})
+    assert r.status_code == 200, r.get_json()
+    assert r.get_json()["table"]["status"] == "closed"
+    # With an expected_version the same race is the client's to see: 409.
+    t2 = club.create(deal="results", first_dealer=0)
+    v = club.view(t2)["version"]
+    assert club.start(t2, {"result": {"decisions": {"1": "drop", "2": "drop", "3": "drop"}}}
+                      ).status_code == 200
+    club.problem(club.post(t2, "/close", {"expected_version": v}), 409, "version_conflict")
