@@ -20,8 +20,8 @@ from ledger.service import Ledger, Outcome
 from ledger.store.base import AlreadyApplied, IdempotentResult, StoredEvent, VersionConflict
 from ledger.views import Viewer, live_hand, redact, table_view
 
-Written = Outcome | IdempotentResult
-LATEST_RETRIES = 4  # writes without expected_version: fresh decisions after a lost race  # what a write appended, or the earlier run it repeats
+Written = Outcome | IdempotentResult  # what a write appended, or the earlier run it repeats
+LATEST_RETRIES = 4  # writes without expected_version: fresh decisions after a lost race
 
 
 class JsonBodyParser(FlaskParser):
