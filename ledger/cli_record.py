@@ -21,6 +21,18 @@ def _store() -> EventStore:
     return open_database(Settings.from_env())
 
 
+def _events_of(table_id: str) -> list[StoredEvent]:
+    """Every event of the table, or a clear error when there is no such table."""
+    store = _store()
+    try:
+        stored = store.load(table_id)
+    finally:
+        store.close()
+    if not stored:
+        raise click.ClickException(f"no table {table_id!r}")
+    return stored
+
+
 def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
@@ -193,13 +205,7 @@ def replay_cmd(table_id: str, hand: int, live: bool, raw: bool) -> None:
 
     The full record, every tile included, opens once the hand is over (RULES §10).
     """
-    store = _store()
-    try:
-        stored = store.load(table_id)
-    finally:
-        store.close()
-    if not stored:
-        raise click.ClickException(f"no table {table_id!r}")
+    stored = _events_of(table_id)
     mine = [s for s in stored if s.hand == hand]
     if not mine:
         started = max((s.hand or 0 for s in stored), default=0)
@@ -236,13 +242,7 @@ def audit_cmd(table_id: str) -> None:
     """Audit TABLE_ID: hash chain, replay, chips, legality, deals; exit 1 on any failure."""
     from ledger.audit import audit
 
-    store = _store()
-    try:
-        stored = store.load(table_id)
-    finally:
-        store.close()
-    if not stored:
-        raise click.ClickException(f"no table {table_id!r}")
+    stored = _events_of(table_id)
     result = audit(stored)
     for name, verdict in result["checks"].items():
         click.echo(f"{name:<24} {'ok' if verdict is True else 'FAILED: ' + str(verdict)}")

@@ -1,18 +1,28 @@
-"""Store fixtures: one `backend` fixture, parametrised over memory, SQLite and PostgreSQL."""
+"""Store fixtures (one `backend` fixture over memory, SQLite and PostgreSQL) and the worker
+tests' fixtures (a database per module, a queue per test, a worker's ledger)."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import psycopg
 import pytest
 
+from ledger.bootstrap import Settings, open_database
+from ledger.service import Ledger
 from ledger.store.base import EventStore
 from ledger.store.memory import MemoryStore
 from ledger.store.sqlite import SqliteStore
+from tests.conftest import PG_ADMIN_URL
+from tests.integration.worker_helpers import unique_queue
+from workers import runtime
+from workers.queue import RqDispatcher
 
 # (kind, target, schema): enough for another process to open the same store.
 Spec = tuple[str, str, str | None]
@@ -95,3 +105,44 @@ def backend(request: pytest.FixtureRequest) -> Backend:
 @pytest.fixture(params=["sqlite", "postgres"])
 def sql_backend(request: pytest.FixtureRequest) -> Backend:
     return request.getfixturevalue(f"{request.param}_backend")
+
+
+# ---- the worker tests: a database per module, a queue per test, a worker's ledger ------
+
+@pytest.fixture(scope="module")
+def db_url(pg_url: str, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A database of this module's own: the reconciler scans every table in it."""
+    admin = psycopg.connect(PG_ADMIN_URL, autocommit=True)
+    module = request.module.__name__.rsplit(".", 1)[-1]
+    name = f"loo_{module}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+    admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield f"{PG_ADMIN_URL.rsplit('/', 1)[0]}/{name}"
+    finally:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.close()
+
+
+@pytest.fixture
+def store(db_url: str) -> Iterator[EventStore]:
+    s = open_database(Settings(database_url=db_url))
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def queue(redis_url: str) -> Iterator[Any]:
+    with unique_queue(redis_url) as q:
+        yield q
+
+
+@pytest.fixture
+def worker_ledger(db_url: str, queue: Any) -> Iterator[Ledger]:
+    """What a worker process composes: its own store connection, jobs back onto the queue."""
+    store = open_database(Settings(database_url=db_url), upgrade=False)
+    ledger = Ledger(store, RqDispatcher(queue))
+    previous = runtime._ledger  # restored so later tests compose their own again
+    runtime.install(ledger)
+    yield ledger
+    runtime._ledger = previous
+    store.close()

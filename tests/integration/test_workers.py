@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import random
 import threading
 import uuid
-from collections.abc import Callable, Iterator
 from typing import Any
 
-import psycopg
 import pytest
 from rq.job import JobStatus
 
@@ -19,7 +16,6 @@ from ledger.bootstrap import Settings, bootstrap, open_database
 from ledger.rules.legal import legal_actions
 from ledger.service import JOB_ADVANCE, Ledger
 from ledger.store.base import EventStore
-from tests.conftest import PG_ADMIN_URL
 from tests.integration.worker_helpers import (
     blocked_backends,
     check_table,
@@ -29,58 +25,13 @@ from tests.integration.worker_helpers import (
     hold_version,
     kill9,
     play_hands,
-    unique_queue,
+    seeded,
     wait_until,
     worker_process,
 )
-from workers import runtime
 from workers.queue import InlineDispatcher, RqDispatcher, rq_job_id
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
-
-
-def seeded(seed: int) -> Callable[[], bytes]:
-    """Deterministic deal seeds: the same games on every run."""
-    rng = random.Random(seed)
-    return lambda: rng.randbytes(32)
-
-
-@pytest.fixture(scope="module")
-def db_url(pg_url: str) -> Iterator[str]:
-    """A database of this module's own: the reconciler scans every table in it."""
-    admin = psycopg.connect(PG_ADMIN_URL, autocommit=True)
-    name = f"loo_workers_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield f"{PG_ADMIN_URL.rsplit('/', 1)[0]}/{name}"
-    finally:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.close()
-
-
-@pytest.fixture
-def store(db_url: str) -> Iterator[EventStore]:
-    s = open_database(Settings(database_url=db_url))
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def queue(redis_url: str) -> Iterator[Any]:
-    with unique_queue(redis_url) as q:
-        yield q
-
-
-@pytest.fixture
-def worker_ledger(db_url: str, queue: Any) -> Iterator[Ledger]:
-    """What a worker process composes: its own store connection, jobs back onto the queue."""
-    store = open_database(Settings(database_url=db_url), upgrade=False)
-    ledger = Ledger(store, RqDispatcher(queue))
-    previous = runtime._ledger  # restored so later tests compose their own again
-    runtime.install(ledger)
-    yield ledger
-    runtime._ledger = previous
-    store.close()
 
 
 def test_four_bot_table_plays_20_hands_through_rq(store: EventStore, queue: Any,

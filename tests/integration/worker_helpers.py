@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -173,3 +174,9 @@ def kill9(proc: subprocess.Popen[bytes]) -> None:
     """SIGKILL the worker and its children: no handler runs, nothing is cleaned up."""
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=10)
+
+
+def seeded(seed: int) -> Callable[[], bytes]:
+    """Deterministic deal seeds: the same games on every run."""
+    rng = random.Random(seed)
+    return lambda: rng.randbytes(32)
