@@ -7,6 +7,7 @@ from typing import Any
 
 from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
+from ledger.rules.bots import POLICIES
 from schemas.fields import SeatOrLots, TileField
 
 
@@ -34,9 +35,18 @@ def printable(text: str) -> None:
                               "lone surrogates")
 
 
+# `printable` for the spec (ECMA regex): no C0/C1 control character, one visible at least.
+_NO_CONTROL = r"[^\u0000-\u001f\u007f-\u009f]"
+_PRINTABLE = rf"^{_NO_CONTROL}*[^\s\u0000-\u001f\u007f-\u009f]{_NO_CONTROL}*$"
+
+
 class SeatIn(Strict):
-    name = fields.String(required=True, validate=[validate.Length(min=1, max=60), printable])
-    bot = fields.String(load_default=None, allow_none=True)
+    name = fields.String(required=True, validate=[validate.Length(min=1, max=60), printable],
+                         metadata={"pattern": _PRINTABLE})
+    bot = fields.String(load_default=None, allow_none=True,
+                        metadata={"enum": [*sorted(POLICIES), None],
+                                  "description": "a bot policy (shuffled tables only), or "
+                                                 "null for a person"})
 
 
 class PenaltyIn(Schema):
@@ -44,22 +54,55 @@ class PenaltyIn(Schema):
     multiplier = fields.Integer(strict=True)
 
 
+# The table options' bounds, declared for the OpenAPI spec. ledger.rules.options enforces
+# them (with the RULES section and a sentence for each refusal), so the spec states what the
+# server checks without a second validator that could drift from it.
+_STAKE = {"minimum": 0, "maximum": 10**6, "multipleOf": 5}
+
+
+def _penalty_mode(mode: str, **extra: Any) -> dict[str, Any]:
+    props: dict[str, Any] = {"mode": {"type": "string", "enum": [mode]}}
+    props |= {name: {"type": "integer", **bounds} for name, bounds in extra.items()}
+    return {"type": "object", "properties": props, "required": ["mode", *extra],
+            "additionalProperties": False}
+
+
+_PENALTY = {
+    "description": "RULES §8.5: the loo penalty; capped: min(P, multiplier x players)",
+    "oneOf": [_penalty_mode("uncapped"), _penalty_mode("fixed"),
+              _penalty_mode("capped", multiplier={"minimum": 5, "maximum": 10**6,
+                                                  "multipleOf": 5})],
+}
+
+
 class OptionsIn(Strict):
-    ante = fields.Integer(strict=True)
-    dealer_ante = fields.Integer(strict=True)
-    loo_penalty = fields.Dict()
-    lead_trump_threshold = fields.Integer(strict=True)
-    target = fields.Integer(strict=True)
-    auto_deal = StrictBoolean()
+    """Table options (RULES §8, §9). Not both antes 0: the pool would never hold a chip.
+
+    (No Meta.description: apispec then drops additionalProperties: false from the spec.)
+    """
+
+    ante = fields.Integer(strict=True, metadata=_STAKE | {"default": 5})
+    dealer_ante = fields.Integer(strict=True, metadata=_STAKE | {"default": 5})
+    loo_penalty = fields.Dict(metadata=_PENALTY)
+    lead_trump_threshold = fields.Integer(strict=True, metadata={"minimum": 1, "maximum": 6,
+                                                                 "default": 2})
+    target = fields.Integer(strict=True, metadata={"minimum": 1, "maximum": 1000,
+                                                   "default": 15})
+    auto_deal = StrictBoolean(metadata={"default": True})
 
 
 class CreateTableIn(Strict):
+    """A new table; the rules across fields are in the create operation's description."""
+
     variant = fields.String(load_default="loo", validate=validate.OneOf(["loo", "rounce"]))
     scoring = fields.String(load_default=None, allow_none=True,
                             validate=validate.OneOf(["pool", "points"]))
     seats = fields.List(fields.Nested(SeatIn), required=True,
                         validate=validate.Length(min=2, max=4))
-    first_dealer = SeatOrLots(load_default=0, metadata={"description": 'a seat or "lots"'})
+    first_dealer = SeatOrLots(load_default=0, metadata={
+        "description": 'the first dealer: a seat, or "lots" (RULES §2: the highest tile deals)',
+        "oneOf": [{"type": "integer", "minimum": 0, "maximum": 3},
+                  {"type": "string", "enum": ["lots"]}]})
     deal = fields.String(load_default="shuffled",
                          validate=validate.OneOf(["shuffled", "recorded", "results"]))
     options = fields.Nested(OptionsIn, load_default=dict)

@@ -34,7 +34,12 @@ class Tables(MethodView):
     @blp.arguments(CreateTableIn)
     @blp.response(201, CreatedOut)
     def post(self, body: dict[str, Any]) -> Any:
-        """Create a table; the answer holds the admin token and one token per seat (shown once)."""
+        """Create a table; the answer holds the admin token and one token per seat (shown once).
+
+        Besides each field's own bounds: Domino Rounce is always scored in points; bots sit
+        only at shuffled tables; ante and dealer_ante are not both 0; a loo_penalty
+        multiplier only in capped mode. Each refusal is a 422 naming the field and the rule.
+        """
         seats = tuple((s["name"], s.get("bot")) for s in body["seats"])
         cmd = c.CreateTable(variant=body["variant"], scoring=body["scoring"], seats=seats,
                             first_dealer=body["first_dealer"], deal=body["deal"],

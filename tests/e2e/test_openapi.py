@@ -71,3 +71,41 @@ def test_schemathesis_finds_no_server_errors(tmp_path):
         check()
     container.close()
     assert not failures, failures
+
+
+def test_declared_option_bounds_are_what_the_rules_enforce(club: Club):
+    """The spec's minimum / maximum / multipleOf for each option and the penalty multiplier
+    are exactly where make_options starts refusing (so the two cannot drift apart)."""
+    from ledger.errors import LedgerError
+    from ledger.rules.options import make_options
+
+    def accepted(options: dict) -> bool:
+        try:
+            make_options("loo", "pool", 4, options)
+        except LedgerError:
+            return False
+        return True
+
+    schemas = club.c.get("/openapi.json").get_json()["components"]["schemas"]
+    props = schemas["OptionsIn"]["properties"]
+    capped = props["loo_penalty"]["oneOf"][2]["properties"]["multiplier"]
+    checked = 0
+    for name, prop, wrap in [
+        *((n, p, lambda n, v: {n: v} if n != "ante" else {"ante": v, "dealer_ante": 5})
+          for n, p in props.items() if p.get("type") == "integer"),
+        ("multiplier", capped, lambda n, v: {"loo_penalty": {"mode": "capped", n: v}}),
+    ]:
+        low, high, step = prop["minimum"], prop["maximum"], prop.get("multipleOf", 1)
+        assert accepted(wrap(name, low)) and accepted(wrap(name, high)), name
+        assert not accepted(wrap(name, low - step)) and not accepted(wrap(name, high + step))
+        if step > 1:
+            assert not accepted(wrap(name, low + step + 1)), name
+        checked += 1
+    assert checked == 5  # ante, dealer_ante, lead_trump_threshold, target, multiplier
+
+
+def test_declared_bots_are_the_policies(club: Club):
+    from ledger.rules.bots import POLICIES
+
+    seat = club.c.get("/openapi.json").get_json()["components"]["schemas"]["SeatIn"]
+    assert set(seat["properties"]["bot"]["enum"]) == {*POLICIES, None}
