@@ -1,4 +1,13 @@
-"""`loo bench engine`: random-legal 4-player hands/s, against OpenSpiel's oh_hell if installed."""
+"""`loo bench engine`: random-legal 4-player hands/s, against OpenSpiel's oh_hell if installed.
+
+Two engines play the same rules, and both are measured:
+- the playout engine (ledger/rules/playout.py): one mutable state per hand, no record, what
+  rollouts use. Like OpenSpiel's C++ state it applies moves in place, so it is the one set
+  against oh_hell (ratio engine_vs_openspiel).
+- the event-sourced engine the service records games with (decide -> events -> fold): every
+  action an immutable event, every state a frozen value. Its rate is printed beside it, and
+  the memory probe runs it, a long-lived table being what must stay flat.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +21,9 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from ledger.rules import playout as po
 from ledger.rules import table as tb
+from ledger.rules.deal import shuffle
 from ledger.rules.legal import legal_actions
 from ledger.rules.options import make_options
 
@@ -40,6 +51,33 @@ def _hands(seed: int) -> Iterator[int]:
 def play_hands(count: int, seed: int = 7) -> int:
     """Deal, decide, play five tricks and settle `count` random-legal hands; returns events."""
     return sum(itertools.islice(_hands(seed), count))
+
+
+def playout_hands(count: int, seed: int = 7) -> tuple[int, tuple[int, ...]]:
+    """The same on the playout engine: `count` hands at one table, from stakes to settlement.
+
+    Each hand is dealt by the fair deal from a fresh 32-byte seed, as the service deals;
+    returns the pool and the balances at the end (they sum to zero).
+    """
+    rng = random.Random(seed)
+    opts = make_options("loo", "pool", 4, {})
+    choose = rng.choice
+    pool, balances, dealer = 0, [0] * 4, 0
+    for _ in range(count):
+        for seat, chips in po.stakes(opts, pool, dealer):  # §8.1
+            balances[seat] -= chips
+            pool += chips
+        start = pool
+        hand = po.playout(po.deal(opts, dealer, shuffle(rng.randbytes(32))), choose)
+        pay, penalties = po.pool_settlement(hand, start)  # §8.3-8.5
+        for seat, chips in enumerate(pay):
+            balances[seat] += chips
+            pool -= chips
+        for seat, chips in penalties:
+            balances[seat] -= chips
+            pool += chips
+        dealer = (dealer + 1) % 4  # §2
+    return pool, tuple(balances)
 
 
 def _rate(fn: Callable[[int], object], seconds: float, chunk: int) -> float:
@@ -126,8 +164,12 @@ def peak_memory(hands: int) -> dict[str, float] | None:
 
 def run(seconds: float = 3.0, memory_hands: int = 10_000,
         out: Callable[[str], None] = print) -> None:
-    ours = _rate(play_hands, seconds, 50)
-    out(f"engine: {ours:,.0f} hands/s (random-legal 4-player Loo, deal to settlement)")
+    ours = _rate(playout_hands, seconds, 50)
+    out(f"engine: {ours:,.0f} hands/s (playout engine: random-legal 4-player Loo, "
+        "fair deal to settlement)")
+    recorded = _rate(play_hands, seconds, 50)
+    out(f"engine, event-sourced: {recorded:,.0f} hands/s (the same hands as immutable events "
+        "folded into frozen states, as the service records them)")
     theirs = openspiel_rate(seconds)
     if theirs is None:
         out("openspiel: not installed (pip install '.[bench]'); ratio not measured")
@@ -144,6 +186,8 @@ def run(seconds: float = 3.0, memory_hands: int = 10_000,
             f"{mem['early']:.1f} MB after {mem['early_hands']:,}: "
             f"{peak - mem['early']:+.1f} MB over the last {memory_hands - mem['early_hands']:,})")
     ratio = ours / theirs if theirs else float("nan")
+    if theirs:
+        out(f"info event_sourced_vs_openspiel {recorded / theirs:.2f} (no target)")
     out(f"ratio engine_vs_openspiel {ratio:.2f} target 1.0")
     out(f"ratio engine_peak_memory_mb {peak:.1f} target 100")
 

@@ -13,6 +13,12 @@ def test_bench_engine_plays_hands_through_the_rules_api() -> None:
     assert engine.play_hands(20) == engine.play_hands(20) > 20 * 10  # seeded: same events
 
 
+def test_bench_engine_playout_plays_a_zero_sum_table() -> None:
+    pool, balances = engine.playout_hands(200)
+    assert (pool, balances) == engine.playout_hands(200)  # seeded
+    assert pool + sum(balances) == 0 and pool >= 0 and len(set(balances)) > 1
+
+
 def test_bench_engine_prints_speed_and_peak_memory_ratios() -> None:
     lines: list[str] = []
     engine.run(seconds=0.2, memory_hands=200, out=lines.append)
@@ -23,6 +29,7 @@ def test_bench_engine_prints_speed_and_peak_memory_ratios() -> None:
     assert ratios["engine_peak_memory_mb"][1] == 100
     assert 0 < ratios["engine_peak_memory_mb"][0] < 100  # MB for the whole process: flat
     assert any(x.startswith("engine: ") and "hands/s" in x for x in lines)
+    assert any(x.startswith("engine, event-sourced: ") and "hands/s" in x for x in lines)
     assert any(x.startswith("peak memory over 200 hands") for x in lines)
 
 

@@ -1,0 +1,115 @@
+"""The playout module against the event-sourced engine, in lockstep (RULES §3-§9).
+
+Both play the same shuffled table from the same seeds: at every step the playout's legal
+moves, turned into Actions, must equal `legal_actions` (same list, same order); the same
+move is applied to both; every hand must end with the same tricks, loos, pool decision and
+the same chips or points as the engine's settlement events.
+"""
+
+from __future__ import annotations
+
+import random
+from itertools import product
+
+import pytest
+from hypothesis import given
+
+from ledger.rules import playout as po
+from ledger.rules import table as tb
+from ledger.rules.deal import shuffle
+from ledger.rules.legal import legal_actions
+from ledger.rules.options import make_options
+from ledger.rules.tiles import sort_tiles
+from tests.unit.test_rules_properties import PROPS, Setup, setups
+
+
+def lockstep(setup: Setup) -> dict[str, int]:
+    """Play `setup` on both; returns counts of what was compared (to prove it happened)."""
+    opts = make_options(setup.variant, setup.scoring, setup.players, setup.options, "shuffled")
+    rng = random.Random(setup.seed)
+    t = tb.replay(tb.create(opts, [(f"p{i}", None) for i in range(setup.players)],
+                            setup.first_dealer, {}, rng.randbytes(32)))
+    pool, balances, scores = t.pool, list(t.balances), list(t.scores)
+    seen = {"hands": 0, "moves": 0, "for_pool": 0, "without_play": 0, "looed": 0}
+    for _ in range(setup.hands):
+        if t.status != "playing":
+            break
+        dealer = t.dealer
+        assert dealer is not None
+        if opts.scoring == "pool":
+            for seat, chips in po.stakes(opts, pool, dealer):  # §8.1
+                balances[seat] -= chips
+                pool += chips
+        seed = rng.randbytes(32)
+        t = tb.replay(tb.start_hand(t, seed=seed), t)
+        h = t.hand
+        assert h is not None
+        assert pool == (h.pool_at_start if opts.scoring == "pool" else 0)
+        p = po.deal(opts, dealer, shuffle(seed))  # §3 from the same fair deal
+        assert [sort_tiles(x) for x in h.hands] == p.hands
+        assert (h.turn_up, h.trump, h.boneyard) == (p.turn_up, p.trump, tuple(p.boneyard))
+        while t.live:
+            h = t.hand
+            assert h is not None and p.turn == h.turn and p.phase != po.COMPLETE
+            moves = po.legal(p)
+            assert [po.to_action(p, m) for m in moves] == legal_actions(h, h.turn)
+            k = rng.randrange(len(moves))
+            t = tb.replay(tb.act(t, po.to_action(p, moves[k])), t)
+            po.step(p, moves[k])
+            seen["moves"] += 1
+        h = t.hand
+        assert h is not None and p.phase == po.COMPLETE and p.turn is None
+        assert tuple(p.tricks_won) == h.tricks_won
+        assert p.looed == h.looed and p.for_pool == h.for_pool
+        assert p.won_without_play == h.won_without_play
+        assert p.winners == [x.winner for x in h.tricks]
+        assert p.decisions == list(h.decisions) and p.turn_up_taken == h.turn_up_taken
+        assert [sort_tiles(x) for x in h.hands] == p.hands
+        if opts.scoring == "pool":
+            pay, penalties = po.pool_settlement(p, h.pool_at_start)
+            for seat, chips in enumerate(pay):
+                balances[seat] += chips
+                pool -= chips
+            for seat, chips in penalties:
+                balances[seat] -= chips
+                pool += chips
+        else:
+            scores = [a + b for a, b in zip(scores, po.points_deltas(p), strict=True)]
+        t = tb.replay(tb.settle(t), t)
+        assert (pool, tuple(balances), tuple(scores)) == (t.pool, t.balances, t.scores)
+        assert pool + sum(balances) == 0  # §8.7
+        seen["hands"] += 1
+        seen["for_pool"] += p.for_pool
+        seen["without_play"] += p.won_without_play is not None
+        seen["looed"] += len(p.looed)
+    return seen
+
+
+@PROPS
+@given(setups())
+def test_prop_playout_moves_results_and_settlement_equal_the_engine(setup):
+    assert lockstep(setup)["moves"] > 0
+
+
+@pytest.mark.parametrize(("variant", "scoring", "players"), [
+    (v, s, n) for v, s, n in product(("loo", "rounce"), ("pool", "points"), (2, 3, 4))
+    if not (v == "rounce" and s == "pool")])
+def test_playout_equals_the_engine_over_long_tables(variant, scoring, players):
+    """§4 and §8: long runs reach the rare situations too (for the pool, won without play)."""
+    options = {"loo_penalty": {"mode": "capped", "multiplier": 10}, "target": 1000}
+    seen = lockstep(Setup(variant, scoring, players, options, "lots", 7 + players, 150))
+    assert seen["hands"] == 150 and seen["looed"] > 0
+    assert seen["without_play"] > 0 or not make_options(variant, scoring, players, {}).drop_allowed
+    if (variant, scoring, players) == ("loo", "pool", 4):
+        assert seen["for_pool"] > 0  # §4 playing for the pool was offered and taken
+
+
+def test_s4_playout_random_hands_end_and_keep_every_tile_once():
+    opts = make_options("loo", "pool", 4, {})
+    rng = random.Random(3)
+    for dealer in range(40):
+        p = po.playout(po.deal(opts, dealer % 4, shuffle(rng.randbytes(32))), rng.choice)
+        assert p.phase == po.COMPLETE
+        assert sum(p.tricks_won) == 5
+        held = [t for hand in p.hands for t in hand]
+        assert len(set(held)) == len(held) and not set(held) & set(p.boneyard)
