@@ -98,6 +98,15 @@ def serve(host: str, port: int, workers: int) -> None:
     run_simple(host, port, create_app(container), threaded=True)
 
 
+def worker_class() -> str:
+    """gthread, balanced across worker processes where this gunicorn's gthread allows it."""
+    from gunicorn.workers.gthread import ThreadWorker
+
+    if hasattr(ThreadWorker, "set_accept_enabled"):  # gunicorn >= 27
+        return "ledger.gunicorn_worker.BalancedThreadWorker"
+    return "gthread"
+
+
 class GunicornApp(BaseApplication):  # type: ignore[misc]
     """gunicorn through its Python API; each worker composes its own container after the fork."""
 
@@ -106,7 +115,7 @@ class GunicornApp(BaseApplication):  # type: ignore[misc]
         super().__init__()
 
     def load_config(self) -> None:
-        config = {"worker_class": "gthread", "threads": 4, "accesslog": "-",
+        config = {"worker_class": worker_class(), "threads": 4, "accesslog": "-",
                   "loglevel": self.settings.log_level.lower(), **self.options}
         if "control_socket_disable" in self.cfg.settings:  # gunicorn >= 27
             # Its default path is shared by every gunicorn of this user: two would clash.

@@ -27,17 +27,21 @@ def decode(stored: StoredEvent) -> ev.Event:
 
 def project(stored: Iterable[StoredEvent], base: Projection | None = None) -> Projection:
     """Fold stored events on top of a projection (from scratch when `base` is None)."""
+    return fold(((s.version, decode(s)) for s in stored), base)
+
+
+def fold(versioned: Iterable[tuple[int, ev.Event]], base: Projection | None = None) -> Projection:
+    """Fold (version, event) pairs on top of a projection: events not yet stored included."""
     p = base or Projection(table=tb.replay([]))
     t, version, starts, completed = p.table, p.version, list(p.hand_starts), p.completed_at
-    for s in stored:
-        e = decode(s)
+    for v, e in versioned:
         t = tb.evolve(t, e)
-        version = s.version
+        version = v
         if isinstance(e, ev.HandStarted):
-            starts.append(s.version)
+            starts.append(v)
             completed = None
         elif isinstance(e, ev.HandCompleted):
-            completed = s.version
+            completed = v
     return replace(p, table=t, version=version, hand_starts=tuple(starts), completed_at=completed)
 
 

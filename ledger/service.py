@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import logging
 import os
 import secrets
 import threading
@@ -17,7 +18,7 @@ from ledger import commands as c
 from ledger import events as ev
 from ledger import handlers
 from ledger.errors import NotFound
-from ledger.projector import Projection, project
+from ledger.projector import Projection, fold, project
 from ledger.store.base import (
     AlreadyApplied,
     EventStore,
@@ -28,6 +29,9 @@ from ledger.store.base import (
 )
 
 JOB_ADVANCE = "workers.jobs.advance"
+MAX_STEPS = 400  # follow-ups run at once; a longer all-bot run goes on in a fresh job
+
+log = logging.getLogger(__name__)
 
 # Events that follow by rule from the event just before them; settlement follows the
 # hand_completed event.
@@ -131,7 +135,7 @@ class Ledger:
         events = handlers.create_table(cmd, hashes, self.seeds)
         try:
             out = self._append(table_id, None, events, "command:create", idempotency_key,
-                               request_hash)
+                               request_hash, follow=True)
         except (AlreadyApplied, VersionConflict):  # a concurrent request with the key won
             assert idempotency_key is not None
             found = self.store.idempotent_result(table_id, idempotency_key)
@@ -158,6 +162,15 @@ class Ledger:
                 raise AlreadyApplied(found)
         if expected_version is not None and expected_version != p.version:
             raise VersionConflict(table_id, expected_version, p.version)
+        events, cause = self._decide(p, cmd)
+        out = self._append(table_id, p, events, cause, idempotency_key, request_hash,
+                           follow=dispatch)
+        if dispatch:
+            self.dispatch(table_id, out.projection)
+        return out
+
+    def _decide(self, p: Projection, cmd: c.Command) -> tuple[list[ev.Event], str]:
+        """The command's events on `p`, and the causation of those no earlier event causes."""
         cause = f"command:{uuid.uuid4().hex}"
         if isinstance(cmd, c.Act):
             events = handlers.act(p, cmd)
@@ -172,20 +185,45 @@ class Ledger:
             events = handlers.close(p)
         else:  # pragma: no cover - CreateTable has its own entry point
             raise TypeError(cmd)
-        out = self._append(table_id, p, events, cause, idempotency_key, request_hash)
-        if dispatch:
-            self.dispatch(table_id, out.projection)
-        return out
+        return events, cause
 
     def _append(self, table_id: str, p: Projection | None, events: Sequence[ev.Event],
-                cause: str, idempotency_key: str | None, request_hash: str | None) -> Outcome:
+                cause: str, idempotency_key: str | None, request_hash: str | None,
+                follow: bool = False) -> Outcome:
+        """Append the events; with in-process jobs and `follow`, what those jobs would have
+        appended right after too, in the same transaction (one commit instead of two)."""
         version = p.version if p else 0
         new = self._envelopes(p, events, cause)
+        # The table after the append, folded from the events themselves: decoding them back
+        # from their stored form gives the same state (tests/unit/test_service.py).
+        proj = fold(enumerate(events, version + 1), p)
+        if follow and events and getattr(self.dispatcher, "in_process", False):
+            more, proj = self._follow_ups(proj)
+            new += more
         stored = self.store.append(table_id, new, version, idempotency_key=idempotency_key,
                                    request_hash=request_hash)
-        proj = project(stored, p)
         self._remember(table_id, proj)
         return Outcome(version + 1, stored, proj)
+
+    def _follow_ups(self, p: Projection) -> tuple[list[NewEvent], Projection]:
+        """The events `advance` would append after `p` (the settlement, a hand auto_deal
+        starts, bot turns) and the table after them; each step decided on the table the step
+        before left, with the causation the job gives it. A step that fails ends the run:
+        the command stands and the job meets the failure after the commit, as before."""
+        out: list[NewEvent] = []
+        for _ in range(MAX_STEPS):
+            cmd = handlers.next_command(p)
+            if cmd is None:
+                break
+            try:
+                events, cause = self._decide(p, cmd)
+            except Exception:  # noqa: BLE001 - logged; see the docstring
+                log.exception("follow-up %s at version %d failed", type(cmd).__name__,
+                              p.version)
+                break
+            out += self._envelopes(p, events, cause)
+            p = fold(enumerate(events, p.version + 1), p)
+        return out, p
 
     @staticmethod
     def _envelopes(p: Projection | None, events: Sequence[ev.Event], cause: str) -> list[NewEvent]:
@@ -220,7 +258,8 @@ class Ledger:
                                 job_id=f"advance:{table_id}:{p.version}")
         return True
 
-    def advance(self, table_id: str, expected_version: int, max_steps: int = 400) -> str:
+    def advance(self, table_id: str, expected_version: int,
+                max_steps: int = MAX_STEPS) -> str:
         """Settle hands and play consecutive bot turns until a person must act."""
         for _ in range(max_steps):
             p = self.load(table_id)

@@ -59,11 +59,17 @@ def make_queue(redis_url: str, name: str, *, socket_timeout: float = 5.0) -> Que
 class InlineDispatcher:
     """Runs each job in the calling thread right after the command committed.
 
+    `in_process` tells the ledger so: it then decides what the job would append (the
+    settlement, an auto-dealt hand, bot turns) before the command commits and appends it
+    in the command's own transaction, so the job usually finds nothing left to do.
+
     A job that enqueues another (a long bot run) does not recurse: the new job waits in
     this thread's backlog until the running one returns. A failing job is logged, not
     raised: its command has committed, and `loo worker --reconcile-every` or the next
     write picks the table up again.
     """
+
+    in_process = True
 
     def __init__(self, **inject: Any) -> None:
         self.inject = dict(inject)

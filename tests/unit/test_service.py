@@ -135,3 +135,117 @@ def test_illegal_play_is_a_rule_violation_and_changes_nothing():
         led.execute(tid, c.Act(Play(0, 0)))
     assert err.value.code in ("wrong_phase", "not_your_turn", "tile_not_in_hand")
     assert led.store.version(tid) == before
+
+
+# ---- in-process jobs: follow-ups in the command's own append -----------------------------
+
+def _inline_ledger(seed_base: int = 0) -> Ledger:
+    """The embedded default: InlineDispatcher, whose jobs the ledger folds into the append."""
+    from workers.queue import InlineDispatcher
+
+    counter = itertools.count(seed_base)
+    d = InlineDispatcher()
+    led = Ledger(MemoryStore(), d, seeds=lambda: next(counter).to_bytes(32, "big"))
+    d.bind(ledger=led)
+    return led
+
+
+def _play(led: Ledger, seats: tuple[tuple[str, str | None], ...], hands: int) -> tuple[str, int]:
+    """Play `hands` hands taking each person's first legal action; returns (table, appends)."""
+    from ledger.rules.legal import legal_actions
+
+    appends = 0
+    real_append = led.store.append
+
+    def counting(*args, **kwargs):
+        nonlocal appends
+        appends += 1
+        return real_append(*args, **kwargs)
+
+    led.store.append = counting  # type: ignore[method-assign]
+    tid, _, p = led.create_table(c.CreateTable("loo", "pool", seats, 0, "shuffled"))
+    while p.table.hand is None or p.table.hand.number <= hands:
+        h = p.table.hand
+        assert h is not None and h.turn is not None and p.table.bots[h.turn] is None
+        led.execute(tid, c.Act(legal_actions(h, h.turn)[0]), expected_version=p.version)
+        p = led.load(tid)  # with the jobs' moves
+    return tid, appends
+
+
+def _normalised(led: Ledger, tid: str) -> list[tuple]:
+    """The event log without what differs between two runs: times, hashes, command ids,
+    the hashes of the (random) tokens."""
+    names: dict[str, str] = {}
+    out = []
+    for s in led.store.load(tid):
+        cause = s.causation or ""
+        if cause.startswith("command:"):
+            cause = names.setdefault(cause, f"command:{len(names)}")
+        data = {k: v for k, v in s.data.items() if s.type != "table_created" or k != "tokens"}
+        out.append((s.version, s.type, s.hand, data, cause))
+    return out
+
+
+@pytest.mark.parametrize("seats", [
+    tuple((n, None) for n in ("Ann", "Bob", "Cat", "Dan")),
+    (("Ann", None), ("bot1", "heuristic"), ("bot2", "heuristic")),
+], ids=["people", "person-and-bots"])
+def test_in_process_follow_ups_join_the_commands_append_with_the_jobs_events(seats):
+    # The job path (settle, deal, bots as appends of their own after the commit) and the
+    # embedded default (decided before it, one append) write the same log, event for event.
+    job_path, batched = make_ledger(), _inline_ledger()
+    tid_jobs, appends_jobs = _play(job_path, seats, hands=3)
+    tid, appends = _play(batched, seats, hands=3)
+    assert _normalised(batched, tid) == _normalised(job_path, tid_jobs)
+    assert appends < appends_jobs
+    live = batched.load(tid)
+    assert project(batched.store.load(tid)) == live
+    assert audit(batched.store.load(tid), live)["ok"]
+
+
+def test_in_process_settlement_and_next_deal_commit_with_the_last_play():
+    led = _inline_ledger()
+    seats = tuple((n, None) for n in ("Ann", "Bob", "Cat", "Dan"))
+    tid, appends = _play(led, seats, hands=2)
+    # One append to create the table (and deal hand 1), then exactly one per action.
+    actions = sum(1 for s in led.store.load(tid)
+                  if s.causation and s.causation.startswith("command:")
+                  and s.type in ("player_decided", "tiles_discarded", "tile_played"))
+    assert appends == 1 + actions
+    p = led.load(tid)
+    assert p.table.hand is not None and p.table.hand.number == 3 and not p.table.hand.tricks
+
+
+def test_a_failing_follow_up_leaves_the_command_standing(monkeypatch):
+    led = _inline_ledger()
+    seats = tuple((n, None) for n in ("Ann", "Bob", "Cat", "Dan"))
+    tid, _ = _play(led, seats, hands=1)  # now at hand 2, dealt in the batch of the last play
+
+    def broken(p, seeds):
+        raise RuntimeError("settlement bug")
+
+    monkeypatch.setattr("ledger.handlers.settle", broken)
+    from ledger.rules.legal import legal_actions
+
+    p = led.load(tid)
+    h = p.table.hand
+    while h is not None and h.number == 2 and h.phase != "complete":
+        p = led.execute(tid, c.Act(legal_actions(h, h.turn)[0])).projection
+        h = p.table.hand
+    assert p.table.hand is not None and p.table.hand.phase == "complete"
+    assert not p.table.settled  # the action committed; the settlement waits for a job
+
+
+@pytest.mark.parametrize(("variant", "scoring", "players"), [
+    ("loo", "pool", 2), ("loo", "pool", 4), ("loo", "points", 3), ("rounce", "points", 4),
+])
+def test_the_state_kept_after_a_write_is_the_state_its_stored_events_replay_to(
+        variant, scoring, players):
+    # The ledger keeps the table folded from the events it appended, not read back.
+    led = _inline_ledger()
+    tid, _, _ = led.create_table(c.CreateTable(variant, scoring, bots(players), 0, "shuffled"))
+    for _ in range(4):
+        if led.load(tid).table.status != "playing":
+            break
+        led.execute(tid, c.StartHand())
+    assert led.cached(tid) == project(led.store.load(tid))

@@ -1,0 +1,60 @@
+"""What one action costs PostgreSQL: one statement, one transaction, settlement included."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from ledger.api.app import create_app
+from ledger.bootstrap import Settings, bootstrap
+from tests.e2e.club import Club
+
+
+@pytest.fixture
+def statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every statement this process sends to PostgreSQL while the test runs."""
+    sent: list[str] = []
+    real = psycopg.Connection.execute
+
+    def execute(self: psycopg.Connection[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
+        sent.append(query.decode() if isinstance(query, bytes) else str(query))
+        return real(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.Connection, "execute", execute)
+    return sent
+
+
+@pytest.fixture
+def pg_app(pg_url: str) -> Iterator[Any]:
+    container = bootstrap(Settings(database_url=pg_url))  # no REDIS_URL: in-process jobs
+    application = create_app(container)
+    application.config["TESTING"] = True
+    yield application
+    container.close()
+
+
+def test_every_action_is_one_append_even_the_one_that_settles_and_deals(pg_app, statements):
+    # The embedded default settles and deals the next hand in the last play's own append:
+    # one round trip and one commit per action, no read-back for the answer.
+    club = Club(pg_app.test_client())
+    t = club.create()
+    view = club.view(t)
+    per_action: list[list[str]] = []
+    hands_seen = set()
+    while view["hand"]["number"] <= 2:
+        hands_seen.add(view["hand"]["number"])
+        body = dict(view["legal_actions"][0], expected_version=view["version"])
+        statements.clear()
+        answer = club.ok(t, body)
+        per_action.append(list(statements))
+        view = answer["table"]
+    assert hands_seen == {1, 2} and view["hand"]["number"] == 3
+    assert view["legal_actions"], "hand 3 was dealt and waits for a person"
+    assert all(len(sent) == 1 and "loo_append" in sent[0] for sent in per_action), [
+        sent for sent in per_action if len(sent) != 1]
+    types = [e["type"] for e in answer["events"]]
+    assert "hand_settled" in types and types[-1] != "hand_settled"  # and the next deal
+    assert club.get(t, path="/audit").get_json()["ok"]
