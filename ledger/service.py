@@ -198,32 +198,34 @@ class Ledger:
         # from their stored form gives the same state (tests/unit/test_service.py).
         proj = fold(enumerate(events, version + 1), p)
         if follow and events and getattr(self.dispatcher, "in_process", False):
-            more, proj = self._follow_ups(proj)
+            # A failing step leaves the command standing; the job meets it after the commit.
+            more, proj, _failure = self._follow_ups(proj)
             new += more
         stored = self.store.append(table_id, new, version, idempotency_key=idempotency_key,
                                    request_hash=request_hash)
         self._remember(table_id, proj)
         return Outcome(version + 1, stored, proj)
 
-    def _follow_ups(self, p: Projection) -> tuple[list[NewEvent], Projection]:
-        """The events `advance` would append after `p` (the settlement, a hand auto_deal
-        starts, bot turns) and the table after them; each step decided on the table the step
-        before left, with the causation the job gives it. A step that fails ends the run:
-        the command stands and the job meets the failure after the commit, as before."""
+    def _follow_ups(self, p: Projection, max_steps: int = MAX_STEPS,
+                    ) -> tuple[list[NewEvent], Projection, Exception | None]:
+        """What `advance` appends after `p` (the settlement, a hand auto_deal starts, bot
+        turns), the table after it, and the failure that cut the run short, if one did. Each
+        step is decided on the table the step before left, with the causation a job gives
+        it; a step that raises ends the run (logged), the steps before it stand."""
         out: list[NewEvent] = []
-        for _ in range(MAX_STEPS):
+        for _ in range(max_steps):
             cmd = handlers.next_command(p)
             if cmd is None:
                 break
             try:
                 events, cause = self._decide(p, cmd)
-            except Exception:  # noqa: BLE001 - logged; see the docstring
+            except Exception as err:  # noqa: BLE001 - logged, and returned to the caller
                 log.exception("follow-up %s at version %d failed", type(cmd).__name__,
                               p.version)
-                break
+                return out, p, err
             out += self._envelopes(p, events, cause)
             p = fold(enumerate(events, p.version + 1), p)
-        return out, p
+        return out, p, None
 
     @staticmethod
     def _envelopes(p: Projection | None, events: Sequence[ev.Event], cause: str) -> list[NewEvent]:
@@ -260,18 +262,27 @@ class Ledger:
 
     def advance(self, table_id: str, expected_version: int,
                 max_steps: int = MAX_STEPS) -> str:
-        """Settle hands and play consecutive bot turns until a person must act."""
-        for _ in range(max_steps):
-            p = self.load(table_id)
-            if p.version != expected_version:
-                return "stale"  # someone else moved first: their job carries on
-            cmd = handlers.next_command(p)
-            if cmd is None:
-                return "idle"
+        """Settle hands and play consecutive bot turns until a person must act.
+
+        Every step is decided on the table the step before left and all of them are
+        appended together, in one transaction: a job moves the table all the way or, if it
+        dies or loses a race, not at all. Returns "stale" (the table moved: whoever moved it
+        carries on), "idle" (nothing to do, or done) or "continued" (a long all-bot run
+        handed to a fresh job after `max_steps` steps).
+        """
+        p = self.load(table_id)
+        if p.version != expected_version:
+            return "stale"
+        new, after, failure = self._follow_ups(p, max_steps)
+        if new:
             try:
-                out = self.execute(table_id, cmd, expected_version=p.version, dispatch=False)
+                self.store.append(table_id, new, p.version)
             except VersionConflict:
                 return "stale"
-            expected_version = out.projection.version
-        self.dispatch(table_id)  # long all-bot run: hand over to a fresh job
+            self._remember(table_id, after)
+        if failure is not None:
+            raise failure  # the steps before it stand; the job fails and is retried
+        if handlers.next_command(after) is None:
+            return "idle"
+        self.dispatch(table_id, after)  # long all-bot run: hand over to a fresh job
         return "continued"

@@ -140,7 +140,7 @@ def _race_advance(ledgers: list[Ledger], table_id: str, version: int) -> None:
     assert sorted(results) == ["idle", "stale"]  # one plays the hand out, one stands down
 
 
-@pytest.mark.parametrize("held", [1, 3], ids=["before_first_append", "after_some_appends"])
+@pytest.mark.parametrize("held", [1, 3], ids=["at_its_first_move", "at_its_third_move"])
 def test_worker_killed_mid_job_recovers_after_reconcile(held: int, db_url: str,
                                                          store: EventStore, queue: Any,
                                                          redis_url: str) -> None:
@@ -165,7 +165,8 @@ def test_worker_killed_mid_job_recovers_after_reconcile(held: int, db_url: str,
             kill9(worker)
     p = ledger.load(table_id)
     assert handlers.next_command(p) is not None  # stuck: waiting on a worker
-    assert (p.version == version) if held == 1 else (version < p.version < version + held)
+    # A job's moves are one append: killed mid-job, it leaves all or none of them.
+    assert p.version == version
     assert job.get_status() == JobStatus.STARTED  # abandoned: rq frees it only after a timeout
     # `loo worker --burst` reconciles at start, then drains the queue.
     fresh = worker_process(db_url, redis_url, queue.name, "--burst")

@@ -249,3 +249,47 @@ def test_the_state_kept_after_a_write_is_the_state_its_stored_events_replay_to(
             break
         led.execute(tid, c.StartHand())
     assert led.cached(tid) == project(led.store.load(tid))
+
+
+class Queued:
+    """A queue that keeps the jobs (as RQ would) for the test to run by hand."""
+
+    def __init__(self) -> None:
+        self.jobs: list[tuple] = []
+
+    def enqueue(self, func_path: str, *args: object, job_id: str) -> None:
+        self.jobs.append(args)
+
+
+def test_a_job_appends_all_its_moves_in_one_transaction():
+    # Settlement, the next deal and every bot turn up to a person's: one append, so a job
+    # killed or beaten by another writer leaves all of its moves or none.
+    counter = itertools.count()
+    led = Ledger(MemoryStore(), Queued(), seeds=lambda: next(counter).to_bytes(32, "big"))
+    appends: list[int] = []
+    real = led.store.append
+
+    def counting(table_id, events, expected_version, **kwargs):
+        appends.append(len(events))
+        return real(table_id, events, expected_version, **kwargs)
+
+    led.store.append = counting  # type: ignore[method-assign]
+    tid, _, p = led.create_table(c.CreateTable("loo", "pool", bots(4, person=True), 1,
+                                               "shuffled"))
+    assert handlers_next(p) and led.dispatcher.jobs == [(tid, p.version)]
+    appends.clear()
+    assert led.advance(tid, p.version) == "idle"  # the bots played up to Ann's turn
+    after = led.load(tid)
+    assert len(appends) == 1 and appends[0] == after.version - p.version > 1
+    h = after.table.hand
+    assert h is not None and h.turn == 0 and after.table.bots[0] is None
+    assert led.advance(tid, p.version) == "stale"  # a second run of the same job: no-op
+    assert len(appends) == 1
+    assert project(led.store.load(tid)) == led.load(tid)
+    assert audit(led.store.load(tid), after)["ok"]
+
+
+def handlers_next(p) -> bool:
+    from ledger import handlers
+
+    return handlers.next_command(p) is not None
