@@ -247,3 +247,20 @@ def test_each_database_has_its_own_server_secret(backend: Backend, tmp_path) -> 
         assert fresh.server_secret() != backend.store.server_secret()
     finally:
         fresh.close()
+
+
+def test_postgres_checked_insert_falls_back_to_loo_append_on_a_wrong_cached_hash(
+        postgres_backend: Backend) -> None:
+    # The one-statement append inserts only onto the head it expects; with a wrong cached
+    # hash it writes nothing, and loo_append then names the head's hash for a second pass.
+    store = postgres_backend.store
+    t = new_table()
+    store.append(t, events(2), 0)
+    store._heads[t] = (2, "f" * 64)  # type: ignore[attr-defined]
+    stored = store.append(t, events(3, 2), 2)
+    assert [e.version for e in stored] == [3, 4, 5]
+    assert stored[0].prev_hash == store.load(t)[1].hash
+    assert verify_chain(store.load(t)) is None
+    with pytest.raises(VersionConflict) as err:  # and a stale version, with the cache right
+        store.append(t, events(1), 4)
+    assert err.value.actual == 5
