@@ -64,18 +64,9 @@ def playout_hands(count: int, seed: int = 7) -> tuple[int, tuple[int, ...]]:
     choose = rng.choice
     pool, balances, dealer = 0, [0] * 4, 0
     for _ in range(count):
-        for seat, chips in po.stakes(opts, pool, dealer):  # §8.1
-            balances[seat] -= chips
-            pool += chips
-        start = pool
+        pool = start = po.post_stakes(opts, pool, dealer, balances)  # §8.1
         hand = po.playout(po.deal(opts, dealer, shuffle(rng.randbytes(32))), choose)
-        pay, penalties = po.pool_settlement(hand, start)  # §8.3-8.5
-        for seat, chips in enumerate(pay):
-            balances[seat] += chips
-            pool -= chips
-        for seat, chips in penalties:
-            balances[seat] -= chips
-            pool += chips
+        pool = po.pay_out(hand, start, pool, balances)  # §8.3-8.5
         dealer = (dealer + 1) % 4  # §2
     return pool, tuple(balances)
 

@@ -6,6 +6,7 @@ is applied to one draft and frozen once, which keeps the fold cheap (it runs on 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any, NamedTuple
 
@@ -28,6 +29,16 @@ class Trick(NamedTuple):
     suit: int
     plays: tuple[tuple[int, Tile], ...]
     winner: int | None = None
+
+
+def next_active(decisions: Sequence[str | None], seat: int) -> int:
+    """The next seat to the left of `seat` that has not dropped (itself if none has)."""
+    n = len(decisions)
+    for k in range(1, n + 1):
+        s = (seat + k) % n
+        if decisions[s] != "drop":
+            return s
+    return seat
 
 
 class _Seats:
@@ -55,13 +66,7 @@ class _Seats:
 
     def next_active(self, seat: int) -> int:
         """The next seat to the left that has not dropped."""
-        decisions = self.decisions
-        n = len(decisions)
-        for k in range(1, n + 1):
-            s = (seat + k) % n
-            if decisions[s] != "drop":
-                return s
-        return seat
+        return next_active(self.decisions, seat)
 
     def trumps_held(self, seat: int) -> int:
         trump = self.trump

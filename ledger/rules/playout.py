@@ -20,6 +20,7 @@ from itertools import combinations
 from typing import Any
 
 from ledger.rules.actions import Action, Decide, Discard, Play
+from ledger.rules.hand import next_active
 from ledger.rules.options import Options
 from ledger.rules.scoring import penalty
 from ledger.rules.tiles import FOLLOWERS, LEADS, SORT_KEY, TRUMPS, WIN_KEYS, Tile, trump_of
@@ -209,16 +210,7 @@ def _advance(p: Playout, seat: int) -> None:
     for s, f in zip(active, following, strict=True):
         nxt[s] = f
     p.next_seat, p.active = nxt, len(active)
-    p.phase, p.turn = PLAYING, _next_active(decisions, dealer)
-
-
-def _next_active(decisions: list[str | None], seat: int) -> int:
-    n = len(decisions)
-    for k in range(1, n + 1):
-        s = (seat + k) % n
-        if decisions[s] != "drop":
-            return s
-    return seat
+    p.phase, p.turn = PLAYING, next_active(decisions, dealer)
 
 
 def _won_without_play(p: Playout, seat: int) -> None:
@@ -318,3 +310,24 @@ def stakes(opts: Options, pool: int, dealer: int) -> list[tuple[int, int]]:
     if opts.dealer_ante:
         out.append((dealer, opts.dealer_ante))
     return out
+
+
+def post_stakes(opts: Options, pool: int, dealer: int, balances: list[int]) -> int:
+    """§8.1 on a table's chips: `balances` pay in (changed in place); returns the pool."""
+    for seat, chips in stakes(opts, pool, dealer):
+        balances[seat] -= chips
+        pool += chips
+    return pool
+
+
+def pay_out(p: Playout, pool_at_start: int, pool: int, balances: list[int]) -> int:
+    """§8.3-8.5 on a table's chips for a complete hand: tricks paid from the pool, loo
+    penalties into it (`balances` changed in place); returns the pool."""
+    pay, penalties = pool_settlement(p, pool_at_start)
+    for seat, chips in enumerate(pay):
+        balances[seat] += chips
+        pool -= chips
+    for seat, chips in penalties:
+        balances[seat] -= chips
+        pool += chips
+    return pool

@@ -37,9 +37,7 @@ def lockstep(setup: Setup) -> dict[str, int]:
         dealer = t.dealer
         assert dealer is not None
         if opts.scoring == "pool":
-            for seat, chips in po.stakes(opts, pool, dealer):  # §8.1
-                balances[seat] -= chips
-                pool += chips
+            pool = po.post_stakes(opts, pool, dealer, balances)  # §8.1
         seed = rng.randbytes(32)
         t = tb.replay(tb.start_hand(t, seed=seed), t)
         h = t.hand
@@ -66,13 +64,7 @@ def lockstep(setup: Setup) -> dict[str, int]:
         assert p.decisions == list(h.decisions) and p.turn_up_taken == h.turn_up_taken
         assert [sort_tiles(x) for x in h.hands] == p.hands
         if opts.scoring == "pool":
-            pay, penalties = po.pool_settlement(p, h.pool_at_start)
-            for seat, chips in enumerate(pay):
-                balances[seat] += chips
-                pool -= chips
-            for seat, chips in penalties:
-                balances[seat] -= chips
-                pool += chips
+            pool = po.pay_out(p, h.pool_at_start, pool, balances)
         else:
             scores = [a + b for a, b in zip(scores, po.points_deltas(p), strict=True)]
         t = tb.replay(tb.settle(t), t)
