@@ -16,6 +16,7 @@ from werkzeug.exceptions import UnsupportedMediaType
 
 from ledger.api import errors
 from ledger.api.blueprint import Blueprint
+from ledger.api.jsonio import OrjsonProvider
 from ledger.bootstrap import ENV_VARS, Container, Settings, bootstrap, one_line
 
 log = logging.getLogger(__name__)
@@ -131,6 +132,7 @@ def create_app(container: Container | None = None,
     override the environment when the container is composed here.
     """
     app = Flask("ledger")
+    app.json = OrjsonProvider(app)
     app.config.from_mapping(API_CONFIG)
     app.config.from_mapping(test_config or {})
     if container is None:

@@ -1,10 +1,11 @@
 """`loo bench api`: whole hands through the HTTP API vs a bare one-INSERT Flask endpoint.
 
-Both run under the same gunicorn settings (`loo serve --workers 2`: gthread, 4 threads
-per worker) on the same PostgreSQL database, on loopback only. A separate driver
-process runs `clients` threads, each on its own keep-alive connection: for the API each
-client has a table of four person seats and plays whole hands with the admin token,
-choosing every move from the `legal_actions` of the previous answer.
+Both run under the same gunicorn settings (`loo serve --workers 2 --threads N`: gthread,
+by default `loo serve`'s threads per worker) on the same PostgreSQL database, on loopback
+only. A separate driver process runs `clients` threads, each on its own keep-alive
+connection: for the API each client has a table of four person seats and plays whole
+hands with the admin token, choosing every move from the `legal_actions` of the previous
+answer.
 """
 
 from __future__ import annotations
@@ -65,8 +66,8 @@ def bare_app() -> Any:
     return app
 
 
-def serve_bare(port: int, workers: int = 2) -> None:
-    """Serve bare_app() with exactly the gunicorn settings of `loo serve --workers N`."""
+def serve_bare(port: int, workers: int = 2, threads: int | None = None) -> None:
+    """Serve bare_app() with the gunicorn settings of `loo serve --workers N --threads T`."""
     from ledger.bootstrap import Settings
     from ledger.cli import GunicornApp
 
@@ -74,8 +75,11 @@ def serve_bare(port: int, workers: int = 2) -> None:
         def load(self) -> Any:
             return bare_app()
 
+    from ledger.cli import DEFAULT_THREADS
+
     settings = Settings(database_url=os.environ["DATABASE_URL"], log_level="WARNING")
-    BareGunicorn(settings, {"bind": f"{HOST}:{port}", "workers": workers}).run()
+    BareGunicorn(settings, {"bind": f"{HOST}:{port}", "workers": workers,
+                            "threads": threads or DEFAULT_THREADS}).run()
 
 
 # ---- servers -----------------------------------------------------------------------------
@@ -332,7 +336,8 @@ def _summary(stats: dict[str, Any]) -> tuple[float, float, float]:
 
 # ---- the benchmark -----------------------------------------------------------------------
 
-def run(database_url: str, seconds: float = 5, clients: int = 16, out: Out = print) -> None:
+def run(database_url: str, seconds: float = 5, clients: int = 16, threads: int = 2,
+        out: Out = print) -> None:
     """Measure both servers and print; ends with the api_vs_bare and api_p99_ms ratios."""
     loo = os.path.join(os.path.dirname(sys.executable), "loo")
     with psycopg.connect(database_url, autocommit=True) as conn:
@@ -341,15 +346,16 @@ def run(database_url: str, seconds: float = 5, clients: int = 16, out: Out = pri
     try:
         with tempfile.TemporaryFile() as log:
             port = free_port()
-            server = _start("loo serve", [loo, "serve", "--workers", "2", "--host", HOST,
-                                          "--port", str(port)], database_url, port, log)
+            server = _start("loo serve", [loo, "serve", "--workers", "2", "--threads",
+                                          str(threads), "--host", HOST, "--port", str(port)],
+                            database_url, port, log)
             try:
                 api = _measure("api", port, seconds, clients)
             finally:
                 _stop(server)
         with tempfile.TemporaryFile() as log:
             port = free_port()
-            code = f"from ledger.bench.api import serve_bare; serve_bare({port})"
+            code = f"from ledger.bench.api import serve_bare; serve_bare({port}, 2, {threads})"
             server = _start("the bare app", [sys.executable, "-c", code], database_url, port,
                             log)
             try:
@@ -361,10 +367,10 @@ def run(database_url: str, seconds: float = 5, clients: int = 16, out: Out = pri
             conn.execute(f"DROP TABLE IF EXISTS {BARE_TABLE}")
     api_rps, api_p50, api_p99 = _summary(api)
     bare_rps, bare_p50, bare_p99 = _summary(bare)
-    out(f"api: `loo serve --workers 2` (gthread, 4 threads), {clients} clients playing whole "
-        f"hands via POST /actions for {api['elapsed']:.1f} s: {api_rps:,.0f} requests/s, "
-        f"p50 {api_p50:.1f} ms, p99 {api_p99:.1f} ms, {api['hands']} hands, "
-        f"{api['errors']} errors")
+    out(f"api: `loo serve --workers 2 --threads {threads}` (gthread), {clients} clients "
+        f"playing whole hands via POST /actions for {api['elapsed']:.1f} s: "
+        f"{api_rps:,.0f} requests/s, p50 {api_p50:.1f} ms, p99 {api_p99:.1f} ms, "
+        f"{api['hands']} hands, {api['errors']} errors")
     out(f"bare: Flask + one INSERT per request, same gunicorn settings, {clients} clients: "
         f"{bare_rps:,.0f} requests/s, p50 {bare_p50:.1f} ms, p99 {bare_p99:.1f} ms, "
         f"{bare['errors']} errors")

@@ -110,13 +110,21 @@ def test_serve_on_an_explicit_sqlite_file(tmp_path: Path) -> None:
 
 @pytest.mark.postgres
 def test_serve_with_gunicorn_workers_on_postgresql(tmp_path: Path, pg_url: str) -> None:
-    with serving("--workers", "2", cwd=tmp_path, DATABASE_URL=pg_url) as url:
+    with serving("--workers", "2", "--threads", "3", cwd=tmp_path, DATABASE_URL=pg_url) as url:
         ready = check_serves_spec_and_health(url)
         assert ready["store"]["backend"] == "postgresql"
         assert ready["queue"]["backend"] == "inline"
         # Several requests spread over both processes; each composes its own store.
         for _ in range(6):
             assert fetch(url + "/readyz")[0] == 200
+        log = (tmp_path / "serve.log").read_text()
+        assert "2 process(es) x 3 threads" in log
+        # The access log: one line per request, in gunicorn's own (combined) format.
+        deadline = time.monotonic() + 10
+        while log.count('"GET /readyz HTTP/1.1" 200') < 7 and time.monotonic() < deadline:
+            time.sleep(0.05)  # the lines are written as each request ends
+            log = (tmp_path / "serve.log").read_text()
+        assert log.count('"GET /readyz HTTP/1.1" 200') >= 7, log
 
 
 # ---- errors as a client sees them: problem+json, never a stack trace -----------------------

@@ -87,3 +87,53 @@ def test_a_stopping_worker_does_not_start_accepting_again():
         assert listener not in w.poller.registered
     finally:
         listener.close()
+
+
+# ---- the access log ----------------------------------------------------------------------
+
+def _access_line(logger_class: Any, access_format: str | None = None) -> str:
+    """The access line a logger writes for one request, formatted as gunicorn does."""
+    import datetime
+
+    from gunicorn.config import Config
+
+    cfg = Config()
+    if access_format is not None:
+        cfg.set("access_log_format", access_format)
+    logger = logger_class(cfg)
+    logger.now = lambda: "[23/Nov/2026:06:26:18 +0000]"  # both at the same instant
+    environ = {"REQUEST_METHOD": "POST", "RAW_URI": "/v1/tables/t1/actions?x=1",
+               "PATH_INFO": "/v1/tables/t1/actions", "QUERY_STRING": "x=1",
+               "SERVER_PROTOCOL": "HTTP/1.1", "REMOTE_ADDR": "10.0.0.7",
+               "HTTP_USER_AGENT": 'club "scorer" 2.1', "HTTP_AUTHORIZATION": "Bearer abc"}
+    resp = SimpleNamespace(status="409 Conflict", sent=731,
+                           headers=[("Content-Type", "application/problem+json")])
+    req = SimpleNamespace(headers=[("HOST", "loo.example"), ("X-REQUEST-ID", "r-42")])
+    took = datetime.timedelta(seconds=1, microseconds=2345)
+    atoms = logger.atoms_wrapper_class(logger.atoms(resp, req, environ, took))
+    return str(cfg.access_log_format % atoms)
+
+
+@pytest.mark.parametrize("access_format", [
+    None,  # gunicorn's default, which `loo serve` uses
+    '%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s" %(m)s %(U)s %(q)s %(H)s '
+    '%(B)s %(T)s %(D)s %(M)s %(L)s %(p)s',  # every plain atom
+    '%(h)s "%(r)s" %(s)s %({x-request-id}i)s %({content-type}o)s %({remote_addr}e)s',
+])
+def test_the_access_logger_writes_gunicorns_own_line(access_format):
+    from gunicorn.glogging import Logger
+
+    from ledger.gunicorn_worker import AccessLogger
+
+    ours = _access_line(AccessLogger, access_format)
+    assert ours == _access_line(Logger, access_format)
+    assert '"POST /v1/tables/t1/actions?x=1 HTTP/1.1" 409' in ours
+
+
+def test_serve_logs_access_through_the_lean_logger():
+    from ledger.bootstrap import Settings
+    from ledger.cli import GunicornApp
+
+    app = GunicornApp(Settings(database_url="sqlite:///:memory:"), {"bind": "127.0.0.1:0"})
+    assert app.cfg.logger_class.__name__ == "AccessLogger"
+    assert app.cfg.accesslog == "-"
