@@ -121,7 +121,10 @@ class GunicornApp(BaseApplication):  # type: ignore[misc]
     """gunicorn through its Python API; each worker composes its own container after the fork."""
 
     def __init__(self, s: Settings, options: dict[str, Any]) -> None:
+        from ledger.gunicorn_worker import ConnectionCounts
+
         self.settings, self.options = s, options
+        self.connection_counts = ConnectionCounts()  # shared by the workers forked from here
         super().__init__()
 
     def load_config(self) -> None:

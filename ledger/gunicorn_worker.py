@@ -1,32 +1,116 @@
 """gunicorn for `loo serve --workers N`: a balanced gthread worker and a lean access log.
 
-BalancedThreadWorker is gunicorn's gthread worker, accepting new connections only while
-it has a thread free.
-
-Every worker of `loo serve --workers N` polls the one listening socket, and a keep-alive
-connection stays with the worker that accepted it. When clients connect in a burst, one
-worker can take most of them (15 of 16 was seen) and its GIL then serves them all while
-the other workers idle. A worker whose threads are all busy now leaves new connections to
-the others; with none free anywhere, they wait in the listen backlog as usual.
+Every worker polls the one listening socket, and a keep-alive connection stays with the
+worker that accepted it. When clients connect in a burst, whichever worker is quickest
+takes them: 15 of 16 was seen with plain gthread, and 10 or 11 of 16 still happened when
+workers accepted only with a thread free. The crowded worker's GIL then serves most
+clients (their latency goes up by the ratio) while the other idles. BalancedThreadWorker
+accepts a new connection only
+- while it has a thread free (with none free anywhere, connections wait in the listen
+  backlog as usual), and
+- while no other live worker of the same server holds fewer open connections: counts
+  kept in memory shared by the workers (ConnectionCounts), so 16 clients split 8/8.
+A worker held back by the second rule looks again every BALANCE_RECHECK seconds, so a
+connection never waits on a worker that went idle.
 """
 
 from __future__ import annotations
 
+import mmap
+import multiprocessing
 import os
+import struct
 import time
 from typing import Any
 
 from gunicorn.glogging import Logger
 from gunicorn.workers.gthread import ThreadWorker
 
+BALANCE_RECHECK = 0.005  # seconds: how soon a worker held back for balance looks again
+_SLOT = struct.Struct("qq")  # a worker's pid and its open connections
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # pragma: no cover - another user's process took the pid
+        return True
+    return True
+
+
+class ConnectionCounts:
+    """The open connections of each worker process of one server, in shared memory.
+
+    Made in the master before it forks its workers (GunicornApp); each worker claims a
+    slot when it starts and publishes its own count there. A slot whose process has died
+    (a worker killed and replaced) is ignored, then reclaimed by the next worker.
+    """
+
+    def __init__(self, slots: int = 64) -> None:
+        self.slots = slots
+        self._mem = mmap.mmap(-1, slots * _SLOT.size)  # MAP_SHARED: survives fork shared
+        self._lock = multiprocessing.Lock()
+        self._slot: int | None = None
+
+    def claim(self) -> bool:
+        """Take a free slot for this process (in the worker, after the fork)."""
+        with self._lock:
+            for i in range(self.slots):
+                pid, _ = _SLOT.unpack_from(self._mem, i * _SLOT.size)
+                if pid in (0, os.getpid()) or not _alive(pid):
+                    _SLOT.pack_into(self._mem, i * _SLOT.size, os.getpid(), 0)
+                    self._slot = i
+                    return True
+        return False  # more workers than slots: this one accepts without balancing
+
+    def publish(self, count: int) -> None:
+        if self._slot is not None:
+            _SLOT.pack_into(self._mem, self._slot * _SLOT.size, os.getpid(), count)
+
+    def fewest_elsewhere(self) -> int | None:
+        """The fewest open connections of another live worker (None: no other)."""
+        fewest = None
+        for i in range(self.slots):
+            if i == self._slot:
+                continue
+            pid, count = _SLOT.unpack_from(self._mem, i * _SLOT.size)
+            if pid and (fewest is None or count < fewest) and _alive(pid):
+                fewest = count
+        return fewest
+
 
 class BalancedThreadWorker(ThreadWorker):  # type: ignore[misc]
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.in_flight = 0  # requests handed to the thread pool, not finished
+        counts = getattr(self.app, "connection_counts", None)  # set by GunicornApp
+        self.counts = counts if isinstance(counts, ConnectionCounts) else None
+        self.held_back = False  # by balance alone: look again soon
+
+    def init_process(self) -> None:
+        if self.counts is not None and not self.counts.claim():
+            self.counts = None
+        super().init_process()
 
     def set_accept_enabled(self, enabled: bool) -> None:
-        super().set_accept_enabled(enabled and self.in_flight < self.cfg.threads)
+        enabled = enabled and self.in_flight < self.cfg.threads
+        self.held_back = False
+        if self.counts is not None:
+            self.counts.publish(self.nr_conns)
+            if enabled:
+                fewest = self.counts.fewest_elsewhere()
+                self.held_back = fewest is not None and fewest < self.nr_conns
+                enabled = not self.held_back
+        super().set_accept_enabled(enabled)
+
+    def wait_for_and_dispatch_events(self, timeout: float) -> None:
+        if self.counts is not None:
+            self.counts.publish(self.nr_conns)  # closed by the loop (keep-alive timeouts)
+            if self.held_back:
+                timeout = min(timeout, BALANCE_RECHECK)
+        super().wait_for_and_dispatch_events(timeout)
 
     def _update_accepting(self) -> None:
         if self.alive:  # a stopping worker has stopped accepting for good (run())

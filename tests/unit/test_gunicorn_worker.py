@@ -37,11 +37,12 @@ class Conn:
         self.closed = True
 
 
-def _worker(threads: int) -> Any:
+def _worker(threads: int, counts: Any = None) -> Any:
     from ledger.gunicorn_worker import BalancedThreadWorker
 
     w = BalancedThreadWorker.__new__(BalancedThreadWorker)  # no arbiter, no config file
     w.cfg = SimpleNamespace(threads=threads)
+    w.counts, w.held_back = counts, False
     w.alive, w.in_flight, w.nr_conns, w.worker_connections = True, 0, 0, 1000
     w._accepting = False
     w.tpool = Pool()
@@ -86,6 +87,75 @@ def test_a_stopping_worker_does_not_start_accepting_again():
         w.finish_request(Conn(), w.tpool.futures[0])
         assert listener not in w.poller.registered
     finally:
+        listener.close()
+
+
+# ---- balance across the workers of one server ------------------------------------------
+
+def _other_worker(counts: Any, connections: int) -> Any:
+    """Another live worker of the same server, holding `connections` connections."""
+    import multiprocessing
+
+    ready, go = multiprocessing.Event(), multiprocessing.Event()
+
+    def child() -> None:
+        counts.claim()
+        counts.publish(connections)
+        ready.set()
+        go.wait(30)
+
+    proc = multiprocessing.get_context("fork").Process(target=child, daemon=True)
+    proc.start()
+    assert ready.wait(10)
+    return proc, go
+
+
+def test_connection_counts_are_shared_with_forked_workers_and_forget_dead_ones():
+    from ledger.gunicorn_worker import ConnectionCounts
+
+    counts = ConnectionCounts(slots=4)
+    assert counts.fewest_elsewhere() is None  # alone
+    proc, go = _other_worker(counts, 3)
+    try:
+        assert counts.claim()
+        counts.publish(5)
+        assert counts.fewest_elsewhere() == 3  # written by the other process
+    finally:
+        go.set()
+        proc.join(10)
+    assert counts.fewest_elsewhere() is None  # its worker died: its slot no longer counts
+    proc2, go2 = _other_worker(counts, 1)  # a replacement reclaims a slot
+    try:
+        assert counts.fewest_elsewhere() == 1
+    finally:
+        go2.set()
+        proc2.join(10)
+
+
+def test_a_worker_holding_more_connections_than_another_leaves_new_ones_to_it():
+    from ledger.gunicorn_worker import BALANCE_RECHECK, ConnectionCounts
+
+    counts = ConnectionCounts(slots=4)
+    proc, go = _other_worker(counts, 2)
+    w, listener = _worker(threads=2, counts=counts)
+    try:
+        assert counts.claim()
+        w.nr_conns = 2
+        w.set_accept_enabled(True)  # 2 against 2: it accepts
+        assert listener in w.poller.registered and not w.held_back
+        w.nr_conns = 3  # it accepted one more, now idle again
+        w.set_accept_enabled(True)
+        assert listener not in w.poller.registered and w.held_back
+        waited: list[float] = []
+        w.poller.select = lambda timeout: waited.append(timeout) or []
+        w.wait_for_and_dispatch_events(timeout=1.0)  # what run() asks each turn
+        assert waited == [BALANCE_RECHECK]  # looks again soon, not in a second
+        go.set()
+        proc.join(10)  # the other worker is gone: this one takes every connection
+        w.set_accept_enabled(True)
+        assert listener in w.poller.registered and not w.held_back
+    finally:
+        go.set()
         listener.close()
 
 
