@@ -43,7 +43,7 @@ class TableCreated(Event):
     players: int
     options: dict
     first_dealer: Any  # a seat number or "lots"
-    tokens: dict  # {"admin": sha256, "seats": [sha256, ...]}: never shown to clients
+    tokens: dict  # {"admin": sha256, "seats": [sha256, ...]}: hashes only, never the tokens
 
 
 @_event("seat_filled")

@@ -28,7 +28,12 @@ def create_table(cmd: c.CreateTable, tokens: dict, seeds: Seeds) -> list[ev.Even
         if bot is not None and opts.deal != "shuffled":
             raise Invalid("invalid_option", "bots play only on shuffled tables: on recorded "
                           "and results tables the scorer enters every move", field="seats")
-    out = tb.create(opts, list(cmd.seats), cmd.first_dealer, tokens, seeds())
+    first_dealer = cmd.first_dealer
+    if first_dealer is None:
+        # §9: Rounce's first trump-holder is chosen by lots unless the table names a seat;
+        # Loo (§2) leaves it to the table: an unnamed first dealer is seat 0.
+        first_dealer = "lots" if opts.is_rounce else 0
+    out = tb.create(opts, list(cmd.seats), first_dealer, tokens, seeds())
     if opts.deal == "shuffled" and opts.auto_deal:
         out += tb.start_hand(tb.replay(out), seed=seeds())
     return out

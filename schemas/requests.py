@@ -99,8 +99,9 @@ class CreateTableIn(Strict):
                             validate=validate.OneOf(["pool", "points"]))
     seats = fields.List(fields.Nested(SeatIn), required=True,
                         validate=validate.Length(min=2, max=4))
-    first_dealer = SeatOrLots(load_default=0, metadata={
-        "description": 'the first dealer: a seat, or "lots" (RULES §2: the highest tile deals)',
+    first_dealer = SeatOrLots(load_default=None, allow_none=False, metadata={
+        "description": 'the first dealer: a seat, or "lots" (RULES §2: the highest tile deals);'
+                       ' if omitted, seat 0 for Loo and "lots" for Rounce (RULES §9)',
         "oneOf": [{"type": "integer", "minimum": 0, "maximum": 3},
                   {"type": "string", "enum": ["lots"]}]})
     deal = fields.String(load_default="shuffled",
