@@ -75,10 +75,12 @@ def main() -> None:
 
 
 # ---- serve -------------------------------------------------------------------------------
-# Requests are mostly Python on the CPU, so a worker's threads share one GIL: two per
+# Requests are mostly Python on the CPU, so a worker's threads share one GIL: a few per
 # process keep a request waiting on the database from idling the core without making
-# more of them take turns (on 2 cores, `loo bench api` p99 ~22 ms with 2, ~28 with 4).
-DEFAULT_THREADS = 2
+# many take turns. On 2 cores `loo bench api` gave p99 18-22 ms and 1,370-1,450 req/s
+# with 2, 19-22 ms and 1,470-1,620 req/s with 3, 23-24 ms with 4 (28-31 before the
+# workers balanced their connections).
+DEFAULT_THREADS = 3
 
 
 @main.command()

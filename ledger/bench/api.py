@@ -336,9 +336,12 @@ def _summary(stats: dict[str, Any]) -> tuple[float, float, float]:
 
 # ---- the benchmark -----------------------------------------------------------------------
 
-def run(database_url: str, seconds: float = 5, clients: int = 16, threads: int = 2,
+def run(database_url: str, seconds: float = 5, clients: int = 16, threads: int | None = None,
         out: Out = print) -> None:
     """Measure both servers and print; ends with the api_vs_bare and api_p99_ms ratios."""
+    from ledger.cli import DEFAULT_THREADS
+
+    threads = threads or DEFAULT_THREADS
     loo = os.path.join(os.path.dirname(sys.executable), "loo")
     with psycopg.connect(database_url, autocommit=True) as conn:
         conn.execute(f"CREATE TABLE IF NOT EXISTS {BARE_TABLE} (id bigserial PRIMARY KEY, "
