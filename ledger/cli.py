@@ -96,7 +96,7 @@ def serve(host: str, port: int, workers: int, threads: int) -> None:
     s = settings()
     container = bootstrap(s)  # checks the config and upgrades the schema once, up front
     jobs = f"RQ queue {s.queue_name!r}" if s.redis_url else "in-process"
-    click.echo(f"loo: serving on http://{host}:{port}, store {redact(s.database_url)}, "
+    click.echo(f"loo: starting on http://{host}:{port}, store {redact(s.database_url)}, "
                f"jobs {jobs}, {workers} process(es)"
                + (f" x {threads} threads" if workers > 1 else ""), err=True)
     if workers > 1:
@@ -203,7 +203,8 @@ def reconcile_once(ledger: Any) -> None:
         log.exception("reconcile failed")
         return
     if count:
-        log.info("reconcile: enqueued %d waiting table(s)", count)
+        log.info("reconcile: %d table(s) waiting on a job; each job enqueued once (a job "
+                 "still queued or running is left as it is)", count)
 
 
 def _every(seconds: float, fn: Any) -> None:

@@ -47,7 +47,8 @@ def waiting_tables(ledger: Ledger) -> list[str]:
 
 
 def reconcile(ledger: Ledger) -> int:
-    """Enqueue the job of every waiting table; returns how many were enqueued."""
+    """Enqueue the job of every waiting table; returns how many tables were waiting (a job
+    still queued or running under the same id is not enqueued twice)."""
     count = 0
     for table_id in waiting_tables(ledger):
         if ledger.dispatch(table_id):
