@@ -8,6 +8,7 @@ import os
 import re
 import socket
 import threading
+import time
 from collections import deque
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -18,7 +19,7 @@ from rq.exceptions import DuplicateJobError, NoSuchJobError
 from rq.job import Job, JobStatus
 from rq.registry import ScheduledJobRegistry
 from rq.serializers import JSONSerializer
-from rq.utils import now
+from rq.utils import as_text, now
 from rq.worker import Worker
 
 log = logging.getLogger(__name__)
@@ -30,6 +31,7 @@ _ENDED = {JobStatus.FINISHED, JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CAN
 RETRY_MAX, RETRY_INTERVALS = 3, [1, 5, 15]  # seconds before each retry
 DEFAULT_JOB_TIMEOUT = 180  # rq's default; past it (+ a margin) a started job is dead for sure
 SCHEDULED_GRACE = 30  # seconds past its time after which a scheduled retry has no scheduler
+DEQUEUE_GRACE = 1.0  # seconds a live worker may hold a job it dequeued before starting it
 
 
 class Dispatcher(Protocol):
@@ -106,8 +108,9 @@ class InlineDispatcher:
 
 
 def abandoned(job: Job) -> bool:
-    """A "started" job whose worker is gone (killed mid-job), or a retry no scheduler will
-    enqueue (see _overdue): it will never end by itself.
+    """A "started" job whose worker is gone (killed mid-job), a retry no scheduler will
+    enqueue (see _overdue), or a "queued" job a dead worker had taken off the queue (see
+    _dequeued_by_the_dead): it will never end by itself.
 
     rq fails such a job only when its started-registry entry expires (job timeout + 60 s)
     and a maintenance pass notices, many minutes later; until then the reconciler could not
@@ -117,6 +120,8 @@ def abandoned(job: Job) -> bool:
     status = job.get_status(refresh=False)
     if status == JobStatus.SCHEDULED:
         return _overdue(job)
+    if status == JobStatus.QUEUED:
+        return _dequeued_by_the_dead(job)
     if status != JobStatus.STARTED:
         return False
     started = job.started_at
@@ -131,6 +136,28 @@ def abandoned(job: Job) -> bool:
         return True  # its registration expired: no heartbeat for worker_ttl seconds
     return worker.hostname == socket.gethostname() and not _pid_alive(worker.pid,
                                                                       worker.birth_date)
+
+
+def _dequeued_by_the_dead(job: Job) -> bool:
+    """A queued job that a worker took off the queue and died with before starting it.
+
+    rq's dequeue moves the job into the queue's intermediate list (BLMOVE), and the job
+    leaves it when it starts. A worker killed in between (or while blocked in BLMOVE, when
+    the job arrives before Redis has noticed the closed connection) leaves it there,
+    "queued" but in no queue: rq's maintenance fails it only after 10 minutes or more. A
+    live worker starts it within milliseconds, so one still there after DEQUEUE_GRACE is lost.
+    """
+    queue = Queue(job.origin, connection=job.connection, serializer=job.serializer)
+    deadline = time.monotonic() + DEQUEUE_GRACE
+    while True:
+        dequeued = job.connection.lrange(queue.intermediate_queue_key, 0, -1)
+        if job.id not in {as_text(x) for x in dequeued}:
+            return False  # waiting in the queue, or started
+        if job.id in queue.started_job_registry:
+            return False
+        if time.monotonic() >= deadline:
+            return True
+        time.sleep(0.05)
 
 
 def _overdue(job: Job) -> bool:
@@ -224,6 +251,8 @@ class RqDispatcher:
                                 job.get_status(refresh=False), job.worker_name)
                 if job is not None:
                     job.delete(remove_from_queue=True)
+                    # A dead worker's dequeued job: rq must not fail the new one for it later.
+                    self.queue.connection.lrem(self.queue.intermediate_queue_key, 0, jid)
         log.warning("job %s: could not replace its ended predecessor", jid)
 
     def _enqueue(self, func_path: str, args: tuple[Any, ...], jid: str) -> None:

@@ -103,9 +103,10 @@ def write_response(table_id: str, viewer: Viewer, written: Written) -> dict[str,
     led = ledger()
     if isinstance(written, IdempotentResult):
         p, stored = first_answer(led, table_id, written)
-    elif led.cached(table_id) is written.projection:
-        # Nothing followed in this process (no in-process bot moves): answer from the
-        # write itself, without reading back what was just appended.
+    elif led.cached(table_id) is written.projection or not _answers_follow_ups(led):
+        # Nothing followed in this process (no in-process bot moves), or what follows is a
+        # worker's to append (RQ): answer from the write itself, without reading back what
+        # was just appended, nor a worker's moves that happen to have landed meanwhile.
         p, stored = written.projection, written.stored
     else:
         p = led.load(table_id)
@@ -122,12 +123,12 @@ def first_answer(led: Ledger, table_id: str,
                  found: IdempotentResult) -> tuple[Projection, list[StoredEvent]]:
     """The table and the events the first request with this Idempotency-Key was answered
     with (API.md: a repeat returns the first answer), whatever was written since: its own
-    events and what followed from them by itself (rule, settlement, an auto-dealt hand,
-    bots), up to the next write a client made."""
+    events and, with in-process jobs, what followed from them by itself (rule, settlement,
+    an auto-dealt hand, bots), up to the next write a client made."""
     latest = led.load(table_id)
     stored = led.store.load(table_id, after_version=found.first_version - 1)
     end = found.last_version
-    for prev, s in itertools.pairwise(stored):
+    for prev, s in itertools.pairwise(stored if _answers_follow_ups(led) else ()):
         if s.version <= found.last_version:
             continue
         if not _follows_by_itself(prev, s, latest.table):
@@ -137,6 +138,13 @@ def first_answer(led: Ledger, table_id: str,
     if end == latest.version:
         return latest, stored
     return project(led.store.load(table_id, up_to_version=end)), stored
+
+
+def _answers_follow_ups(led: Ledger) -> bool:
+    """Whether a write's answer holds what followed from it by itself: only with in-process
+    jobs, which run before the answer. Through RQ a worker appends it whenever it gets to
+    the job, so the first answer is the write's own events, and a repeat gives those too."""
+    return bool(getattr(led.dispatcher, "in_process", False))
 
 
 def _follows_by_itself(prev: StoredEvent, s: StoredEvent, t: tb.Table) -> bool:

@@ -1,0 +1,96 @@
+"""The HTTP API on the production path: PostgreSQL, and follow-up jobs through RQ workers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from ledger import commands as c
+from ledger import handlers
+from ledger.api.app import create_app
+from ledger.bootstrap import Container, Settings
+from ledger.service import Ledger
+from ledger.store.base import EventStore
+from tests.e2e.club import Club, Table
+from tests.integration.worker_helpers import check_table, drain, four_bots, hand_done, seeded
+from workers import reconcile
+from workers.queue import RqDispatcher, rq_job_id
+
+pytestmark = [pytest.mark.postgres, pytest.mark.redis]
+
+
+@pytest.fixture
+def club(db_url: str, store: EventStore, queue: Any,
+         worker_ledger: Ledger) -> Iterator[Club]:
+    """The app as `loo serve` composes it with REDIS_URL set; `drain(queue)` is the worker."""
+    dispatcher = RqDispatcher(queue)
+    container = Container(Settings(database_url=db_url, queue_name=queue.name), store, queue,
+                          dispatcher, Ledger(store, dispatcher))
+    app = create_app(container)
+    app.config["TESTING"] = True
+    yield Club(app.test_client())
+
+
+def test_idempotent_repeats_through_rq_give_the_first_answers_after_the_bots_moved(
+        club: Club, queue: Any) -> None:
+    """API.md: a repeat with the same Idempotency-Key returns the first answer. Through RQ
+    the bots' moves and the settlement come later, from a worker: a repeat must not count
+    them into the answer (nor may the first answer depend on how fast the worker was)."""
+    body = {"variant": "loo", "scoring": "pool", "first_dealer": 0, "deal": "shuffled",
+            "seats": [{"name": "Ann"}] + [{"name": f"B{i}", "bot": "heuristic"}
+                                          for i in (1, 2, 3)]}
+    created = club.c.post("/v1/tables", json=body, headers={"Idempotency-Key": "create-1"})
+    assert created.status_code == 201, created.get_json()
+    first = created.get_json()
+    t = Table(first["id"], first["admin_token"], [s["token"] for s in first["seats"]], first)
+    sent = []
+    for step in range(40):
+        drain(queue)  # the bots decide or play up to Ann's turn; settlement, next deal
+        view = club.view(t, t.seats[0])
+        if view["hand"]["number"] > 2:
+            break
+        assert view["legal_actions"], view["hand"]
+        action = view["legal_actions"][0]
+        key = {"Idempotency-Key": f"ann-{step}"}
+        r = club.act(t, action, t.seats[0], headers=key)
+        assert r.status_code == 200, r.get_json()
+        answer = r.get_json()
+        # The answer is the write's own events: the bots have not moved yet.
+        assert answer["events"][-1]["version"] == answer["version"]
+        sent.append((action, key, answer))
+    drain(queue)
+    moved = club.view(t)["version"]
+    assert len(sent) > 5 and moved > sent[-1][2]["version"]
+    for action, key, answer in sent:
+        again = club.act(t, action, t.seats[0], headers=key)
+        assert again.status_code == 200
+        assert again.get_json() == answer
+    again = club.c.post("/v1/tables", json=body, headers={"Idempotency-Key": "create-1"})
+    assert again.status_code == 201 and again.get_json() == first
+    assert club.view(t)["version"] == moved  # nothing appended
+
+
+def test_a_job_a_dead_worker_dequeued_but_never_started_is_enqueued_again(
+        store: EventStore, queue: Any, worker_ledger: Ledger) -> None:
+    """rq's dequeue moves a job from the queue into its intermediate list and takes it out
+    when the job starts. A worker killed in between leaves the job "queued" but in no queue,
+    until rq's maintenance fails it 10 minutes or more later: the reconciler must take it
+    over, as it does a started job whose worker died."""
+    ledger = Ledger(store, RqDispatcher(queue), seeds=seeded(11))
+    table_id, _, _ = ledger.create_table(four_bots())
+    drain(queue)  # hand 1
+    assert hand_done(ledger, table_id)
+    version = ledger.execute(table_id, c.StartHand()).projection.version  # enqueues its job
+    jid = rq_job_id(f"advance:{table_id}:{version}")
+    assert queue.get_job_ids() == [jid]
+    # What a worker's dequeue does (BLMOVE), before it dies without starting the job.
+    assert queue.connection.lmove(queue.key, queue.intermediate_queue_key) == jid.encode()
+    drain(queue)
+    assert handlers.next_command(ledger.load(table_id)) is not None  # stuck
+    assert reconcile.reconcile(worker_ledger) == 1  # a worker's pass, at start or later
+    assert queue.intermediate_queue.get_job_ids() == []
+    drain(queue)
+    assert hand_done(ledger, table_id)
+    check_table(store, table_id, hands=2)
