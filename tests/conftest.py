@@ -42,7 +42,7 @@ def pg_url() -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def redis_url() -> Iterator[str]:
-    """A Redis db number of its own for this session (flushed before and after)."""
+    """An empty Redis db number of its own for this session (flushed after it)."""
     try:
         import redis
 
@@ -50,16 +50,20 @@ def redis_url() -> Iterator[str]:
         probe.ping()
     except Exception as err:  # noqa: BLE001
         _unavailable("Redis", err)
-    # Claim a free db number atomically so parallel runs never share one.
+    # Claim an empty db number atomically, so parallel runs never share one and no db that
+    # holds anything (a developer's queue, another program's data) is ever flushed.
     for db in range(1, 16):
         claim = redis.Redis.from_url(f"{REDIS_BASE_URL}/{db}")
-        if claim.set("loo:test-claim", str(os.getpid()), nx=True, ex=3600):
-            url = f"{REDIS_BASE_URL}/{db}"
+        if claim.dbsize() != 0 or not claim.set("loo:test-claim", str(os.getpid()),
+                                                  nx=True, ex=3600):
+            continue
+        if claim.dbsize() != 1:  # somebody else wrote to it meanwhile: not ours after all
+            claim.delete("loo:test-claim")
+            continue
+        try:
+            yield f"{REDIS_BASE_URL}/{db}"
+        finally:
             claim.flushdb()
-            claim.set("loo:test-claim", str(os.getpid()), ex=3600)
-            try:
-                yield url
-            finally:
-                claim.flushdb()
-            return
-    pytest.fail("no free Redis db number (1..15) for this test session")
+        return
+    pytest.fail("no empty Redis db number (1..15) for this test session: the tests flush only "
+                "an empty one; empty one you do not need (redis-cli -n N flushdb)")
