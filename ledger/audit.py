@@ -19,15 +19,40 @@ from ledger.store.hashing import verify_chain
 
 def audit(stored: Sequence[StoredEvent], live: Projection | None = None) -> dict[str, Any]:
     """Every check is True or a sentence naming the first failure."""
+    unreadable = _unreadable(stored)
     checks: dict[str, Any] = {
-        "hash_chain": verify_chain(list(stored)) or True,
-        "replay_matches": _replay(stored, live),
-        "chips_conserved": _chips(stored),  # and every stake, payment, penalty and point
-        "plays_legal": _legal(stored),
-        "deals_match_commitments": _deals(stored),
+        "hash_chain": _guarded(unreadable, lambda: verify_chain(list(stored)) or True),
+        "replay_matches": _guarded(unreadable, _replay, stored, live),
+        # and every stake, payment, penalty and point
+        "chips_conserved": _guarded(unreadable, _chips, stored),
+        "plays_legal": _guarded(unreadable, _legal, stored),
+        "deals_match_commitments": _guarded(unreadable, _deals, stored),
     }
     return {"ok": all(v is True for v in checks.values()), "events": len(stored),
             "checks": checks}
+
+
+def _unreadable(stored: Sequence[StoredEvent]) -> str | None:
+    """The first event that is not a well-formed event of its type, in words; else None."""
+    for s in stored:
+        try:
+            decode(s)
+        except Exception as err:  # noqa: BLE001 - a corrupt record must be reported, not raised
+            return f"version {s.version}: {s.type!r} event cannot be read ({_why(err)})"
+    return None
+
+
+def _guarded(unreadable: str | None, check: Any, *args: Any) -> Any:
+    """A check's verdict; a record too damaged to check fails it rather than raising."""
+    try:
+        return check(*args)
+    except Exception as err:  # noqa: BLE001 - a corrupt record must be reported, not raised
+        return unreadable or f"the record could not be checked ({_why(err)})"
+
+
+def _why(err: BaseException) -> str:
+    detail = getattr(err, "detail", None) or " ".join(str(err).split())
+    return f"{type(err).__name__}: {detail}" if detail else type(err).__name__
 
 
 def _replay(stored: Sequence[StoredEvent], live: Projection | None) -> Any:

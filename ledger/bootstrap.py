@@ -58,10 +58,16 @@ class Settings:
         env = {k: environ.get(k, "").strip() for k in ENV_VARS}
         db = env["DATABASE_URL"] or DEFAULT_DATABASE_URL
         _check_scheme("DATABASE_URL", db, DATABASE_SCHEMES, _DB_HINT)
+        if db.startswith("sqlite:") and ("?" in db or "#" in db):
+            # The store takes the rest of the URL as the file's name: "loo.db?mode=ro" would
+            # quietly be a new, empty, writable database of that name.
+            raise ConfigError(f"DATABASE_URL: {redact(db)!r}: a sqlite:/// URL takes no "
+                              "options ('?' or '#'), only the file's path")
         redis_url = env["REDIS_URL"] or None
         if redis_url is not None:
             _check_scheme("REDIS_URL", redis_url, REDIS_SCHEMES,
                           "use redis://host:6379/0; unset means jobs run in-process")
+            _check_redis_db(redis_url)
         queue = env["LOO_QUEUE_PREFIX"] or "loo"
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", queue):
             raise ConfigError(f"LOO_QUEUE_PREFIX: {queue!r} is not a queue name "
@@ -78,6 +84,15 @@ def _check_scheme(var: str, url: str, schemes: tuple[str, ...], hint: str) -> No
         raise ConfigError(f"{var}: {redact(url)!r} is not a URL ({hint})")
     if scheme not in schemes:
         raise ConfigError(f"{var}: unsupported scheme {scheme!r} in {redact(url)} ({hint})")
+
+
+def _check_redis_db(url: str) -> None:
+    """The path of a redis:// URL is the database number: redis-py reads "/abc" as db 0 and
+    "/1/5" as db 15 without a word, which would put the jobs in another deployment's db."""
+    parts = urlsplit(url)
+    if parts.scheme != "unix" and not re.fullmatch(r"/?|/[0-9]+/?", parts.path):
+        raise ConfigError(f"REDIS_URL: {parts.path[1:]!r} in {redact(url)} is not a database "
+                          "number (use redis://host:6379/0)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,11 +116,13 @@ def open_database(settings: Settings, *, upgrade: bool = True) -> EventStore:
     from ledger.store import open_store
     from ledger.store.base import StoreUnavailable
 
-    errors: tuple[type[BaseException], ...] = (StoreUnavailable, OSError, sqlite3.OperationalError)
+    errors: tuple[type[BaseException], ...] = (StoreUnavailable, OSError, sqlite3.DatabaseError)
     try:
         import psycopg
 
-        errors += (psycopg.OperationalError,)
+        # Any driver error while opening or migrating is the URL's doing: no such schema in
+        # its search_path, a role that may not create tables, a read-only server, ...
+        errors += (psycopg.Error,)
     except ImportError:  # pragma: no cover - psycopg is a dependency
         pass
     url = settings.database_url

@@ -23,9 +23,16 @@ def _store() -> EventStore:
 
 def _events_of(table_id: str) -> list[StoredEvent]:
     """Every event of the table, or a clear error when there is no such table."""
+    try:
+        table_id.encode()
+    except UnicodeEncodeError:  # bytes that are not UTF-8 name no table (and no driver takes them)
+        raise click.ClickException(f"no table {table_id!r}") from None
     store = _store()
     try:
         stored = store.load(table_id)
+    except ValueError as err:  # event data that is not JSON: altered outside the service
+        raise click.ClickException(f"the record of table {table_id} cannot be read: an "
+                                   f"event's data is not JSON ({err})") from err
     finally:
         store.close()
     if not stored:
@@ -206,6 +213,20 @@ def replay_cmd(table_id: str, hand: int, live: bool, raw: bool) -> None:
     The full record, every tile included, opens once the hand is over (RULES §10).
     """
     stored = _events_of(table_id)
+    try:
+        lines = _told(table_id, stored, hand, live, raw)
+    except (LookupError, TypeError, ValueError, AttributeError) as err:
+        # A record altered outside the service (the store refuses updates): say so, not crash.
+        raise click.ClickException(
+            f"hand {hand} of {table_id} cannot be told: its record is damaged ({err!r}); "
+            f"`loo audit {table_id}` names the first bad event") from err
+    for line in lines:
+        click.echo(line)
+
+
+def _told(table_id: str, stored: Sequence[StoredEvent], hand: int, live: bool,
+          raw: bool) -> list[str]:
+    """The lines `loo replay` prints, or a ClickException when the hand may not be shown."""
     mine = [s for s in stored if s.hand == hand]
     if not mine:
         started = max((s.hand or 0 for s in stored), default=0)
@@ -218,21 +239,20 @@ def replay_cmd(table_id: str, hand: int, live: bool, raw: bool) -> None:
             f"hand {hand} of {table_id} is still being played: its tiles stay hidden until "
             "it is over (RULES §10); --live shows it to the table's admin")
     if raw:
+        lines: list[str] = []
         for s in mine:
             data = dict(s.data)
             if not over:
                 data.pop("seed", None)  # secret until revealed, even for the admin
-            click.echo(f"v{s.version:<5} {s.type:<22} {json.dumps(data, sort_keys=True)}")
-        return
+            lines.append(f"v{s.version:<5} {s.type:<22} {json.dumps(data, sort_keys=True)}")
+        return lines
     created = stored[0].data
     kind = "Domino Rounce" if created.get("variant") == "rounce" else "Loo"
     state = "complete" if any(s.type == "hand_completed" for s in mine) else (
         "abandoned" if over else "still being played")
-    click.echo(f"table {table_id} · hand {hand} ({state}) · {kind}, "
-               f"{created.get('scoring')} scoring, {created.get('players')} players · "
-               f"events v{mine[0].version}-v{mine[-1].version}")
-    for line in render_hand(stored, hand):
-        click.echo(line)
+    return [f"table {table_id} · hand {hand} ({state}) · {kind}, "
+            f"{created.get('scoring')} scoring, {created.get('players')} players · "
+            f"events v{mine[0].version}-v{mine[-1].version}", *render_hand(stored, hand)]
 
 
 # ---- loo audit ---------------------------------------------------------------------------

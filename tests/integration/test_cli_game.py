@@ -317,3 +317,51 @@ def test_audit_names_the_first_tampered_event(env, tmp_path, fixed_seeds):
     assert f"version {version}" in audit.output and "FAILED" in audit.output
     assert re.search(r"^table \w+: \d+ events, 1 hand: FAILED \(hash_chain: ", audit.output,
                      re.M), audit.output
+
+
+@pytest.mark.parametrize("tamper", [
+    "UPDATE events SET data = '{}' WHERE table_id = :t AND type = 'tile_played'",
+    "UPDATE events SET type = 'bogus' WHERE table_id = :t AND type = 'trump_turned'",
+    "UPDATE events SET data = json_set(data, '$.seed', 'zz') WHERE table_id = :t AND "
+    "type = 'seed_revealed'",
+    "UPDATE events SET data = json_set(data, '$.amount', '5') WHERE table_id = :t AND "
+    "type = 'stake_posted'",
+    "UPDATE events SET data = 'not json' WHERE table_id = :t AND type = 'stake_posted'",
+    "DELETE FROM events WHERE table_id = :t AND version = 1",
+], ids=["empty_play", "unknown_type", "seed_not_hex", "amount_a_string", "not_json",
+        "first_event_gone"])
+def test_audit_and_replay_report_a_damaged_record_without_a_traceback(env, tmp_path,
+                                                                       fixed_seeds, tamper):
+    """A row altered outside the service (not only re-hashed data: unreadable events, a
+    missing first event, a seed that is not hex) fails the audit, exit 1, never a crash."""
+    import sqlite3
+
+    runner = CliRunner()
+    result = runner.invoke(main, ["play", "--hands", "1", "--players", "3"],
+                           input="1\n" * 60, env=env)
+    table_id = _table_id(result.output)
+    db = sqlite3.connect(f"{tmp_path}/cli.db")
+    with db:
+        db.execute("DROP TRIGGER events_no_update")
+        db.execute("DROP TRIGGER events_no_delete")
+        db.execute(tamper, {"t": table_id})
+    db.close()
+    audit = runner.invoke(main, ["audit", table_id], env=env)
+    assert audit.exit_code == 1, audit.output
+    assert isinstance(audit.exception, SystemExit), audit.exception  # not a traceback
+    assert "FAILED" in audit.output or "cannot be read" in audit.output, audit.output
+    replay = runner.invoke(main, ["replay", table_id, "1"], env=env)
+    assert isinstance(replay.exception, SystemExit) or replay.exception is None, replay.exception
+    if replay.exit_code:
+        assert replay.exit_code == 1 and "Error: " in replay.output, replay.output
+        assert "cannot be told" in replay.output or "cannot be read" in replay.output
+
+
+def test_replay_and_audit_of_a_table_id_that_is_not_utf8_say_no_such_table(env):
+    """A terminal in another encoding hands Python undecodable bytes as surrogates."""
+    runner = CliRunner()
+    for args in (["replay", "ab\udcffc", "1"], ["audit", "\udcff"]):
+        result = runner.invoke(main, args, env=env)
+        assert result.exit_code == 1, result.output
+        assert isinstance(result.exception, SystemExit), result.exception
+        assert "no table" in result.output

@@ -57,14 +57,24 @@ def test_settings_read_every_variable() -> None:
 @pytest.mark.parametrize(("env", "variable"), [
     ({"DATABASE_URL": "mysql://x"}, "DATABASE_URL"),
     ({"DATABASE_URL": "garbage"}, "DATABASE_URL"),
+    ({"DATABASE_URL": "sqlite:///loo.db?mode=ro"}, "DATABASE_URL"),  # not a file name
     ({"REDIS_URL": "http://x"}, "REDIS_URL"),
     ({"REDIS_URL": "localhost:6379"}, "REDIS_URL"),
+    ({"REDIS_URL": "redis://localhost:6379/abc"}, "REDIS_URL"),  # redis-py: db 0, silently
+    ({"REDIS_URL": "redis://localhost:6379/1/5"}, "REDIS_URL"),  # redis-py: db 15, silently
     ({"LOO_QUEUE_PREFIX": "a queue"}, "LOO_QUEUE_PREFIX"),
     ({"LOO_LOG_LEVEL": "loud"}, "LOO_LOG_LEVEL"),
 ])
 def test_bad_values_name_their_variable(env: dict[str, str], variable: str) -> None:
     with pytest.raises(ConfigError, match=f"^{variable}: "):
         Settings.from_env(env)
+
+
+@pytest.mark.parametrize("url", ["redis://h:6379", "redis://h:6379/", "redis://h/8",
+                                 "redis://h/8/", "rediss://u:p@h:6380/2",
+                                 "unix:///run/redis.sock?db=3"])
+def test_redis_urls_with_or_without_a_database_number_are_accepted(url: str) -> None:
+    assert Settings.from_env({"REDIS_URL": url}).redis_url == url
 
 
 def test_messages_never_show_a_password() -> None:
@@ -136,6 +146,18 @@ def test_db_upgrade_on_postgresql(tmp_path: Path, pg_url: str) -> None:
     result = run_loo("db", "upgrade", cwd=tmp_path, DATABASE_URL=pg_url)
     assert result.returncode == 0, result.stderr
     assert "event store ready" in result.stdout
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("option", ["search_path%3Dno_such_schema",
+                                    "default_transaction_read_only%3Don"])
+def test_a_postgresql_database_that_refuses_the_schema_stops_with_one_line(
+        tmp_path: Path, pg_url: str, option: str) -> None:
+    """The server answers but the migration fails (nowhere to create, read-only): still the
+    variable and the reason on one line, not a psycopg traceback."""
+    url = f"{pg_url}?options=-c{option}"
+    for args in (("db", "upgrade"), ("play",), ("audit", "abc")):
+        assert_one_line_error(run_loo(*args, cwd=tmp_path, DATABASE_URL=url), "DATABASE_URL")
 
 
 @pytest.mark.postgres
