@@ -44,7 +44,7 @@ def describe(view: dict[str, Any], me: int) -> str:
     lines = [head]
     marked = False
     if h["turn_up"] is not None:
-        taken = " · taken into hand by the dealer" if h["turn_up_taken"] else ""
+        taken = f" · taken into hand by the {role}" if h["turn_up_taken"] else ""
         lines.append(f"  turn-up {h['turn_up']}: {SUIT_NAMES[trump]} are trumps{taken}")
     for s in view["seats"]:
         seat = s["seat"]
