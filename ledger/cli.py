@@ -126,7 +126,8 @@ class GunicornApp(BaseApplication):  # type: ignore[misc]
         from ledger.gunicorn_worker import ConnectionCounts
 
         self.settings, self.options = s, options
-        self.connection_counts = ConnectionCounts()  # shared by the workers forked from here
+        # Shared by the workers forked from here; room for as many again being replaced.
+        self.connection_counts = ConnectionCounts(slots=2 * int(options.get("workers", 1)) + 2)
         super().__init__()
 
     def load_config(self) -> None:

@@ -45,14 +45,18 @@ class ConnectionCounts:
 
     Made in the master before it forks its workers (GunicornApp); each worker claims a
     slot when it starts and publishes its own count there. A slot whose process has died
-    (a worker killed and replaced) is ignored, then reclaimed by the next worker.
+    (a worker killed and replaced) is ignored, then reclaimed by the next worker. Asked on
+    every request, so it reads all slots in one unpack and checks a process only when its
+    count would hold this worker back.
     """
 
     def __init__(self, slots: int = 64) -> None:
         self.slots = slots
-        self._mem = mmap.mmap(-1, slots * _SLOT.size)  # MAP_SHARED: survives fork shared
+        self._all = struct.Struct(f"{2 * slots}q")  # pid, count, pid, count, ...
+        self._mem = mmap.mmap(-1, self._all.size)  # MAP_SHARED: survives fork shared
         self._lock = multiprocessing.Lock()
         self._slot: int | None = None
+        self._published: int | None = None
 
     def claim(self) -> bool:
         """Take a free slot for this process (in the worker, after the fork)."""
@@ -61,24 +65,23 @@ class ConnectionCounts:
                 pid, _ = _SLOT.unpack_from(self._mem, i * _SLOT.size)
                 if pid in (0, os.getpid()) or not _alive(pid):
                     _SLOT.pack_into(self._mem, i * _SLOT.size, os.getpid(), 0)
-                    self._slot = i
+                    self._slot, self._published = i, 0
                     return True
         return False  # more workers than slots: this one accepts without balancing
 
     def publish(self, count: int) -> None:
-        if self._slot is not None:
+        if self._slot is not None and count != self._published:
             _SLOT.pack_into(self._mem, self._slot * _SLOT.size, os.getpid(), count)
+            self._published = count
 
-    def fewest_elsewhere(self) -> int | None:
-        """The fewest open connections of another live worker (None: no other)."""
-        fewest = None
-        for i in range(self.slots):
-            if i == self._slot:
-                continue
-            pid, count = _SLOT.unpack_from(self._mem, i * _SLOT.size)
-            if pid and (fewest is None or count < fewest) and _alive(pid):
-                fewest = count
-        return fewest
+    def fewer_elsewhere(self, mine: int) -> bool:
+        """Whether another live worker holds fewer open connections than `mine`."""
+        if mine == 0:
+            return False
+        values = self._all.unpack_from(self._mem)
+        me = os.getpid()
+        return any(count < mine and pid not in (0, me) and _alive(pid)
+                   for pid, count in zip(values[0::2], values[1::2], strict=True))
 
 
 class BalancedThreadWorker(ThreadWorker):  # type: ignore[misc]
@@ -100,8 +103,7 @@ class BalancedThreadWorker(ThreadWorker):  # type: ignore[misc]
         if self.counts is not None:
             self.counts.publish(self.nr_conns)
             if enabled:
-                fewest = self.counts.fewest_elsewhere()
-                self.held_back = fewest is not None and fewest < self.nr_conns
+                self.held_back = self.counts.fewer_elsewhere(self.nr_conns)
                 enabled = not self.held_back
         super().set_accept_enabled(enabled)
 
