@@ -143,6 +143,10 @@ class Ledger:
                 raise IdempotencyConflict(idempotency_key) from None
             return table_id, tokens, self.load(table_id)
         self.dispatch(table_id, out.projection)
+        if not getattr(self.dispatcher, "in_process", False):
+            # A worker appends what follows (bots, the deal) whenever it gets to the job:
+            # the answer is the table as created, whatever the worker has done meanwhile.
+            return table_id, tokens, out.projection
         return table_id, tokens, self.load(table_id)
 
     def execute(self, table_id: str, cmd: c.Command, *, expected_version: int | None = None,

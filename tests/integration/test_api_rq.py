@@ -94,3 +94,33 @@ def test_a_job_a_dead_worker_dequeued_but_never_started_is_enqueued_again(
     drain(queue)
     assert hand_done(ledger, table_id)
     check_table(store, table_id, hands=2)
+
+
+class _InstantWorker(RqDispatcher):
+    """A worker that runs each job the moment it is enqueued, before the API answers."""
+
+    def enqueue(self, func_path: str, *args: Any, job_id: str) -> None:
+        super().enqueue(func_path, *args, job_id=job_id)
+        drain(self.queue)
+
+
+def test_a_created_tables_answer_is_the_table_as_created_however_fast_the_worker(
+        db_url: str, store: EventStore, queue: Any, worker_ledger: Ledger) -> None:
+    """API.md: POST /v1/tables answers with the new table's `version`. Through RQ the bots'
+    first moves are a worker's, whenever it runs: they are not part of the answer."""
+    dispatcher = _InstantWorker(queue)
+    container = Container(Settings(database_url=db_url, queue_name=queue.name), store, queue,
+                          dispatcher, Ledger(store, dispatcher))
+    app = create_app(container)
+    app.config["TESTING"] = True
+    club = Club(app.test_client())
+    body = {"variant": "loo", "scoring": "pool", "first_dealer": 0, "deal": "shuffled",
+            "seats": [{"name": "Ann"}] + [{"name": f"B{i}", "bot": "heuristic"}
+                                          for i in (1, 2, 3)]}
+    created = club.c.post("/v1/tables", json=body)
+    assert created.status_code == 201, created.get_json()
+    answer = created.get_json()
+    stored = store.load(answer["id"])
+    first_bot_move = next(s.version for s in stored if (s.causation or "").startswith("bot:"))
+    assert answer["version"] == answer["table"]["version"] == first_bot_move - 1
+    assert stored[-1].version > answer["version"]  # the worker did move, before the answer
