@@ -143,7 +143,7 @@ class Ledger:
                 raise IdempotencyConflict(idempotency_key) from None
             return table_id, tokens, self.load(table_id)
         self.dispatch(table_id, out.projection)
-        if not getattr(self.dispatcher, "in_process", False):
+        if getattr(self.dispatcher, "asynchronous", False):
             # A worker appends what follows (bots, the deal) whenever it gets to the job:
             # the answer is the table as created, whatever the worker has done meanwhile.
             return table_id, tokens, out.projection

@@ -221,6 +221,8 @@ def _proc_stat(pid: int) -> tuple[str | None, float | None]:
 class RqDispatcher:
     """Enqueues to RQ with a deterministic job id: a duplicate of a live job is a no-op."""
 
+    asynchronous = True  # a worker runs the job later: callers must not wait for its events
+
     def __init__(self, queue: Queue) -> None:
         self.queue = queue
 
