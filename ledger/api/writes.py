@@ -141,10 +141,10 @@ def first_answer(led: Ledger, table_id: str,
 
 
 def _answers_follow_ups(led: Ledger) -> bool:
-    """Whether a write's answer holds what followed from it by itself: only with in-process
-    jobs, which run before the answer. Through RQ a worker appends it whenever it gets to
-    the job, so the first answer is the write's own events, and a repeat gives those too."""
-    return bool(getattr(led.dispatcher, "in_process", False))
+    """Whether a write's answer holds what followed from it by itself: not when a worker
+    runs the jobs (RQ), appending whenever it gets to them: then the first answer is the
+    write's own events, and a repeat gives those too (as Ledger.create_table does)."""
+    return not getattr(led.dispatcher, "asynchronous", False)
 
 
 def _follows_by_itself(prev: StoredEvent, s: StoredEvent, t: tb.Table) -> bool:
