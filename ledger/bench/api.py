@@ -22,8 +22,10 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from typing import IO, Any
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 
@@ -336,6 +338,16 @@ def _summary(stats: dict[str, Any]) -> tuple[float, float, float]:
 
 # ---- the benchmark -----------------------------------------------------------------------
 
+def in_schema(database_url: str, schema: str) -> str:
+    """The URL with every connection's search_path set to `schema` (libpq `options`)."""
+    parts = urlsplit(database_url)
+    query = parse_qsl(parts.query)
+    given = " ".join(v for k, v in query if k == "options")  # kept, ours added after
+    query = [(k, v) for k, v in query if k != "options"]
+    query.append(("options", f"{given} -c search_path={schema}".strip()))
+    return urlunsplit(parts._replace(query=urlencode(query, quote_via=quote)))
+
+
 def run(database_url: str, seconds: float = 5, clients: int = 16, threads: int | None = None,
         out: Out = print) -> None:
     """Measure both servers and print; ends with the api_vs_bare and api_p99_ms ratios."""
@@ -343,15 +355,20 @@ def run(database_url: str, seconds: float = 5, clients: int = 16, threads: int |
 
     threads = threads or DEFAULT_THREADS
     loo = os.path.join(os.path.dirname(sys.executable), "loo")
+    # Both servers work in a fresh schema, dropped at the end: tables left by earlier runs
+    # (millions of events after a day of runs) would slow the API's inserts, not the bare's.
+    schema = f"loo_bench_api_{uuid.uuid4().hex[:12]}"
+    scoped = in_schema(database_url, schema)
     with psycopg.connect(database_url, autocommit=True) as conn:
-        conn.execute(f"CREATE TABLE IF NOT EXISTS {BARE_TABLE} (id bigserial PRIMARY KEY, "
+        conn.execute(f"CREATE SCHEMA {schema}")
+        conn.execute(f"CREATE TABLE {schema}.{BARE_TABLE} (id bigserial PRIMARY KEY, "
                      "body jsonb NOT NULL, at timestamptz NOT NULL DEFAULT now())")
     try:
         with tempfile.TemporaryFile() as log:
             port = free_port()
             server = _start("loo serve", [loo, "serve", "--workers", "2", "--threads",
                                           str(threads), "--host", HOST, "--port", str(port)],
-                            database_url, port, log)
+                            scoped, port, log)
             try:
                 api = _measure("api", port, seconds, clients)
             finally:
@@ -359,15 +376,14 @@ def run(database_url: str, seconds: float = 5, clients: int = 16, threads: int |
         with tempfile.TemporaryFile() as log:
             port = free_port()
             code = f"from ledger.bench.api import serve_bare; serve_bare({port}, 2, {threads})"
-            server = _start("the bare app", [sys.executable, "-c", code], database_url, port,
-                            log)
+            server = _start("the bare app", [sys.executable, "-c", code], scoped, port, log)
             try:
                 bare = _measure("bare", port, seconds, clients)
             finally:
                 _stop(server)
     finally:
         with psycopg.connect(database_url, autocommit=True) as conn:
-            conn.execute(f"DROP TABLE IF EXISTS {BARE_TABLE}")
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
     api_rps, api_p50, api_p99 = _summary(api)
     bare_rps, bare_p50, bare_p99 = _summary(bare)
     out(f"api: `loo serve --workers 2 --threads {threads}` (gthread), {clients} clients "

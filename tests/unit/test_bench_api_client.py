@@ -79,3 +79,42 @@ def test_a_dead_server_is_an_error_not_a_crash():
     c = Client(port)
     assert c.call("GET", "/") == (0, None)
     assert c.errors == 1 and c.sock is None
+
+
+# ---- the scratch schema both servers of `loo bench api` work in -------------------------
+
+def test_in_schema_sets_the_search_path_and_keeps_other_parameters():
+    from urllib.parse import parse_qs, urlsplit
+
+    from ledger.bench.api import in_schema
+
+    url = in_schema("postgresql://u:p@db.example:5433/loo?sslmode=disable&options=-cjit%3Doff",
+                    "loo_bench_api_1")
+    parts = urlsplit(url)
+    assert (parts.netloc, parts.path) == ("u:p@db.example:5433", "/loo")
+    assert parse_qs(parts.query) == {"sslmode": ["disable"],
+                                     "options": ["-cjit=off -c search_path=loo_bench_api_1"]}
+
+
+@pytest.mark.postgres
+def test_a_store_opened_through_in_schema_keeps_its_tables_there(pg_url):
+    import psycopg
+
+    from ledger.bench.api import in_schema
+    from ledger.bootstrap import Settings, open_database
+    from ledger.store.base import NewEvent
+
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA loo_bench_api_t")
+    try:
+        store = open_database(Settings(database_url=in_schema(pg_url, "loo_bench_api_t")))
+        try:
+            store.append("t1", [NewEvent("table_created", None, {"x": 1})], 0)
+        finally:
+            store.close()
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            found = conn.execute("SELECT table_id FROM loo_bench_api_t.events").fetchall()
+        assert found == [("t1",)]
+    finally:
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute("DROP SCHEMA loo_bench_api_t CASCADE")
