@@ -5,8 +5,8 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := PYTHONWARNINGS=ignore $(BIN)/python -m pip install --quiet --disable-pip-version-check
 ARGS   ?=
-# `make bench` measures against these (override on the command line). The store bench
-# works in a scratch schema it drops; the workers bench leaves its tables behind.
+# `make bench` measures against these (override on the command line). The store, workers
+# and api benches each work in a scratch schema of that database and drop it at the end.
 BENCH_DATABASE_URL ?= postgresql://postgres@127.0.0.1:5432/test
 BENCH_REDIS_URL    ?= redis://127.0.0.1:6379/15
 

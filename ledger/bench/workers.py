@@ -21,10 +21,12 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+import psycopg
 from rq import Queue, SimpleWorker
 from rq.job import Job, JobStatus
 
 from ledger import commands as c
+from ledger.bench.api import in_schema
 from ledger.bootstrap import Settings, open_database
 from ledger.service import Ledger
 from ledger.store.base import EventStore
@@ -194,6 +196,11 @@ def run(database_url: str, redis_url: str, hands: int = 40, out: Out = print) ->
     """Measure and print; ends with `ratio workers_vs_inprocess VALUE target 0.5`."""
     rounds = max(1, hands // TABLES)
     played = rounds * TABLES
+    # A fresh schema, dropped at the end, so no run is slowed by the tables of earlier ones.
+    schema = f"loo_bench_workers_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    admin_url, database_url = database_url, in_schema(database_url, schema)
     store: EventStore = open_database(Settings(database_url=database_url))
     queue = make_queue(redis_url, f"loo-bench-{uuid.uuid4().hex[:12]}")
     proc: subprocess.Popen[bytes] | None = None
@@ -220,6 +227,8 @@ def run(database_url: str, redis_url: str, hands: int = 40, out: Out = print) ->
         purge_queue(queue)
         queue.connection.close()
         store.close()
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
     local_hpm, rq_hpm = played * 60 / local_s, played * 60 / rq_s
     out(f"in-process (embedded default): {played} hands on {TABLES} all-bot tables in "
         f"{local_s:.2f} s = {local_hpm:,.0f} hands/min")

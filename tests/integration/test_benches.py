@@ -33,6 +33,7 @@ def test_bench_workers_prints_its_ratio_and_cleans_up(pg_url: str, redis_url: st
     assert any("jobs/s" in line for line in lines)
     leftovers = list(redis.Redis.from_url(redis_url).scan_iter(match="*loo-bench-*"))
     assert leftovers == []
+    assert _schemas(pg_url, "loo_bench_workers_%") == []  # its scratch schema is dropped
 
 
 def test_bench_api_prints_its_ratios_and_stops(pg_url: str) -> None:
@@ -47,3 +48,10 @@ def test_bench_api_prints_its_ratios_and_stops(pg_url: str) -> None:
     assert all(" 0 errors" in x for x in lines if x.startswith(("api:", "bare:")))
     with psycopg.connect(pg_url) as conn:
         assert conn.execute("SELECT to_regclass(%s)", (api.BARE_TABLE,)).fetchone() == (None,)
+    assert _schemas(pg_url, "loo_bench_api_%") == []  # both servers' scratch schema is dropped
+
+
+def _schemas(url: str, like: str) -> list[str]:
+    with psycopg.connect(url) as conn:
+        return [r[0] for r in conn.execute(
+            "SELECT nspname FROM pg_namespace WHERE nspname LIKE %s", (like,))]
