@@ -40,6 +40,15 @@ def _table_id(output: str) -> str:
     return re.search(r"table ([0-9a-f]{32})", output).group(1)
 
 
+def _one_hand_played(runner: CliRunner, env: dict[str, str], tmp_path) -> tuple[str, Any]:
+    """A 3-player table after one hand of `loo play`, and its SQLite file opened raw."""
+    import sqlite3
+
+    result = runner.invoke(main, ["play", "--hands", "1", "--players", "3"],
+                           input="1\n" * 60, env=env)
+    return _table_id(result.output), sqlite3.connect(f"{tmp_path}/cli.db")
+
+
 def _store(env: dict[str, str]):
     from ledger.store.sqlite import SqliteStore
 
@@ -294,10 +303,7 @@ def test_audit_names_the_first_tampered_event(env, tmp_path, fixed_seeds):
     import sqlite3
 
     runner = CliRunner()
-    result = runner.invoke(main, ["play", "--hands", "1", "--players", "3"],
-                           input="1\n" * 60, env=env)
-    table_id = _table_id(result.output)
-    db = sqlite3.connect(f"{tmp_path}/cli.db")
+    table_id, db = _one_hand_played(runner, env, tmp_path)
     with db:
         row = db.execute("SELECT data FROM events WHERE table_id = ? AND type = 'stake_posted' "
                          "ORDER BY version LIMIT 1", (table_id,)).fetchone()
@@ -334,13 +340,9 @@ def test_audit_and_replay_report_a_damaged_record_without_a_traceback(env, tmp_p
                                                                        fixed_seeds, tamper):
     """A row altered outside the service (not only re-hashed data: unreadable events, a
     missing first event, a seed that is not hex) fails the audit, exit 1, never a crash."""
-    import sqlite3
 
     runner = CliRunner()
-    result = runner.invoke(main, ["play", "--hands", "1", "--players", "3"],
-                           input="1\n" * 60, env=env)
-    table_id = _table_id(result.output)
-    db = sqlite3.connect(f"{tmp_path}/cli.db")
+    table_id, db = _one_hand_played(runner, env, tmp_path)
     with db:
         db.execute("DROP TRIGGER events_no_update")
         db.execute("DROP TRIGGER events_no_delete")
