@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 if TYPE_CHECKING:
     from rq import Queue
 
-    from ledger.service import Ledger
+    from ledger.app.service import Ledger
     from ledger.store.base import EventStore
     from workers.queue import Dispatcher
 
@@ -158,7 +158,7 @@ def connect_queue(settings: Settings) -> Queue | None:
 
 def bootstrap(settings: Settings, *, upgrade: bool = True) -> Container:
     """Compose the store, the queue (or in-process jobs) and the ledger service."""
-    from ledger.service import Ledger
+    from ledger.app.service import Ledger
     from workers.queue import InlineDispatcher, RqDispatcher
 
     store = open_database(settings, upgrade=upgrade)

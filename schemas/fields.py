@@ -6,8 +6,8 @@ from typing import Any
 
 from marshmallow import ValidationError, fields
 
-from ledger.errors import Invalid
-from ledger.rules.tiles import NAMES, parse_tile
+from ledger.core.errors import Invalid
+from ledger.core.rules.tiles import NAMES, parse_tile
 
 
 class TileField(fields.Field):

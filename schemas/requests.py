@@ -7,7 +7,7 @@ from typing import Any
 
 from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
-from ledger.rules.bots import POLICIES
+from ledger.core.rules.bots import POLICIES
 from schemas.fields import SeatOrLots, TileField
 
 
@@ -54,7 +54,7 @@ class PenaltyIn(Schema):
     multiplier = fields.Integer(strict=True)
 
 
-# The table options' bounds, declared for the OpenAPI spec. ledger.rules.options enforces
+# The table options' bounds, declared for the OpenAPI spec. ledger.core.rules.options enforces
 # them (with the RULES section and a sentence for each refusal), so the spec states what the
 # server checks without a second validator that could drift from it.
 _STAKE = {"minimum": 0, "maximum": 10**6, "multipleOf": 5}

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ledger.service import Ledger
+    from ledger.app.service import Ledger
 
 
 def advance(table_id: str, expected_version: int, *, ledger: Ledger | None = None) -> str:

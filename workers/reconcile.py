@@ -11,11 +11,11 @@ import threading
 import weakref
 from typing import TYPE_CHECKING
 
-from ledger import handlers
-from ledger.projector import project
+from ledger.app import handlers
+from ledger.app.projector import project
 
 if TYPE_CHECKING:
-    from ledger.service import Ledger
+    from ledger.app.service import Ledger
 
 # Per ledger: the version at which each table was last found not waiting on a worker.
 # Whether a table waits is a function of its events, so an unchanged version needs no

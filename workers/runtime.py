@@ -6,7 +6,7 @@ import threading
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ledger.service import Ledger
+    from ledger.app.service import Ledger
 
 _lock = threading.Lock()
 _ledger: Ledger | None = None

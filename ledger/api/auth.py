@@ -6,10 +6,10 @@ import hmac
 
 from flask import current_app, g, request
 
-from ledger.errors import Forbidden, Unauthorized
-from ledger.projector import Projection
-from ledger.service import Ledger, token_hash
-from ledger.views import Viewer
+from ledger.app.projector import Projection
+from ledger.app.service import Ledger, token_hash
+from ledger.app.views import Viewer
+from ledger.core.errors import Forbidden, Unauthorized
 
 
 def ledger() -> Ledger:
@@ -64,7 +64,7 @@ def acting_seat(v: Viewer, requested: int | None) -> int:
     """Seat tokens act for their own seat; the admin names one with "seat"."""
     if v.admin:
         if requested is None:
-            from ledger.errors import Invalid
+            from ledger.core.errors import Invalid
 
             raise Invalid("seat_required", 'acting with the admin token, say for which seat: '
                           '"seat": n', field="seat")

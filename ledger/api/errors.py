@@ -10,7 +10,7 @@ from typing import Any
 from flask import Flask, Response
 from werkzeug.exceptions import HTTPException
 
-from ledger.errors import LedgerError
+from ledger.core.errors import LedgerError
 from ledger.store.base import IdempotencyConflict, StoreUnavailable, VersionConflict
 
 log = logging.getLogger(__name__)

@@ -7,14 +7,14 @@ from typing import Any
 from flask import request
 from flask.views import MethodView
 
-from ledger import commands as c
 from ledger.api.auth import acting_seat, authenticate
 from ledger.api.blueprint import Blueprint
 from ledger.api.writes import BODY_PARSER, write, write_response
-from ledger.errors import Invalid
-from ledger.projector import Projection
-from ledger.rules.actions import Action, Decide, Discard, Play
-from ledger.views import Viewer
+from ledger.app.projector import Projection
+from ledger.app.views import Viewer
+from ledger.core import commands as c
+from ledger.core.errors import Invalid
+from ledger.core.rules.actions import Action, Decide, Discard, Play
 from schemas.requests import ActionIn, StartHandIn
 from schemas.responses import ActionOut
 

@@ -9,10 +9,10 @@ from flask.views import MethodView
 
 from ledger.api.auth import ledger, require_admin, viewer_for
 from ledger.api.blueprint import Blueprint
-from ledger.audit import audit
-from ledger.errors import Forbidden, NotFound
-from ledger.projector import chip_ledger, project, score_sheet
-from ledger.views import Viewer, hand_view, live_hand, redact
+from ledger.app.audit import audit
+from ledger.app.projector import chip_ledger, project, score_sheet
+from ledger.app.views import Viewer, hand_view, live_hand, redact
+from ledger.core.errors import Forbidden, NotFound
 from schemas.requests import EventsQuery, ReplayQuery
 from schemas.responses import AuditOut, EventsOut, HandRecordOut, LedgerOut, ReplayOut
 

@@ -7,12 +7,12 @@ from typing import Any
 from flask import request
 from flask.views import MethodView
 
-from ledger import commands as c
 from ledger.api import idempotency as idem
 from ledger.api.auth import authenticate, ledger, viewer_for
 from ledger.api.blueprint import Blueprint
 from ledger.api.writes import BODY_PARSER, first_answer, write, write_response
-from ledger.views import Viewer, table_view
+from ledger.app.views import Viewer, table_view
+from ledger.core import commands as c
 from schemas.requests import CreateTableIn, WriteIn
 from schemas.responses import ClosedOut, CreatedOut, TableOut
 

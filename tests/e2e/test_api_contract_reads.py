@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 
-from ledger import commands as c
+from ledger.core import commands as c
 from ledger.store.base import NewEvent
 from tests.e2e.club import Club, Table
 

@@ -252,10 +252,10 @@ def test_idempotent_create_repeat_returns_the_first_answer(club: Club):
 def test_an_action_answer_stops_at_the_state_it_loaded(club: Club, app, monkeypatch):
     """A hand dealt by another process between the answer's load and its event read must not
     reach a seat (unredacted, against the wrong hand): the answer ends at the loaded version."""
-    from ledger import commands as c
     from ledger.api.writes import write_response
-    from ledger.service import Outcome
-    from ledger.views import Viewer
+    from ledger.app.service import Outcome
+    from ledger.app.views import Viewer
+    from ledger.core import commands as c
 
     t = club.create(first_dealer=0, options={"auto_deal": False})
     assert club.start(t).status_code == 200

@@ -76,8 +76,8 @@ def test_schemathesis_finds_no_server_errors(tmp_path):
 def test_declared_option_bounds_are_what_the_rules_enforce(club: Club):
     """The spec's minimum / maximum / multipleOf for each option and the penalty multiplier
     are exactly where make_options starts refusing (so the two cannot drift apart)."""
-    from ledger.errors import LedgerError
-    from ledger.rules.options import make_options
+    from ledger.core.errors import LedgerError
+    from ledger.core.rules.options import make_options
 
     def accepted(options: dict) -> bool:
         try:
@@ -105,7 +105,7 @@ def test_declared_option_bounds_are_what_the_rules_enforce(club: Club):
 
 
 def test_declared_bots_are_the_policies(club: Club):
-    from ledger.rules.bots import POLICIES
+    from ledger.core.rules.bots import POLICIES
 
     seat = club.c.get("/openapi.json").get_json()["components"]["schemas"]["SeatIn"]
     assert set(seat["properties"]["bot"]["enum"]) == {*POLICIES, None}

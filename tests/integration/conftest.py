@@ -14,8 +14,8 @@ from typing import Any
 import psycopg
 import pytest
 
+from ledger.app.service import Ledger
 from ledger.bootstrap import Settings, open_database
-from ledger.service import Ledger
 from ledger.store.base import EventStore
 from ledger.store.memory import MemoryStore
 from ledger.store.sqlite import SqliteStore

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from ledger import commands as c
-from ledger import handlers
 from ledger.api.app import create_app
+from ledger.app import handlers
+from ledger.app.service import Ledger
 from ledger.bootstrap import Container, Settings
-from ledger.service import Ledger
+from ledger.core import commands as c
 from ledger.store.base import EventStore
 from tests.e2e.club import Club, Table
 from tests.integration.worker_helpers import check_table, drain, four_bots, hand_done, seeded

@@ -24,7 +24,7 @@ def _ratios(lines: list[str]) -> dict[str, float]:
 
 @pytest.mark.redis
 def test_bench_workers_prints_its_ratio_and_cleans_up(pg_url: str, redis_url: str) -> None:
-    from ledger.bench import workers
+    from bench import workers
 
     lines: list[str] = []
     workers.run(pg_url, redis_url, hands=4, out=lines.append)
@@ -37,7 +37,7 @@ def test_bench_workers_prints_its_ratio_and_cleans_up(pg_url: str, redis_url: st
 
 
 def test_bench_api_prints_its_ratios_and_stops(pg_url: str) -> None:
-    from ledger.bench import api
+    from bench import api
 
     lines: list[str] = []
     api.run(pg_url, seconds=0.5, clients=2, out=lines.append)

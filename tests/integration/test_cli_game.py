@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from ledger import cli_game
-from ledger.cli import main
+from ledger.cli import game as cli_game
+from ledger.cli.main import main
 
 
 @pytest.fixture
@@ -26,7 +26,7 @@ def env(tmp_path, monkeypatch) -> dict[str, str]:
 @pytest.fixture
 def fixed_seeds(monkeypatch) -> None:
     """Deterministic deals (and so deterministic bots): every run plays the same game."""
-    from ledger.service import Ledger
+    from ledger.app.service import Ledger
 
     counter = itertools.count()
 
@@ -239,8 +239,8 @@ def test_replay_and_audit_of_unknown_table_are_clear_errors(env):
 
 def _live_table(env: dict[str, str]) -> tuple[str, str]:
     """A table whose hand 1 waits on the person at seat 0; returns its id and the seed."""
-    from ledger import commands as c
     from ledger.bootstrap import Settings, bootstrap
+    from ledger.core import commands as c
 
     container = bootstrap(Settings.from_env(env))
     seats = (("Ann", None), ("Bob", "heuristic"), ("Cat", "heuristic"))
@@ -272,8 +272,8 @@ def test_replay_of_a_live_hand_keeps_its_tiles_hidden_unless_asked(env):
 def test_replay_tells_every_kind_of_hand(env):
     """All-bot tables of every kind, a few hands each: every hand replays, and its result
     line matches the record."""
-    from ledger import commands as c
     from ledger.bootstrap import Settings, bootstrap
+    from ledger.core import commands as c
 
     container = bootstrap(Settings.from_env(env))
     led, runner = container.ledger, CliRunner()

@@ -15,7 +15,7 @@ import yaml
 from click.testing import CliRunner
 
 from ledger.bootstrap import ENV_VARS, Settings
-from ledger.cli import main
+from ledger.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 APP_SERVICES = ("api", "worker")

@@ -7,7 +7,7 @@ import re
 
 import psycopg
 
-from ledger.bench.store import run
+from bench.store import run
 
 TARGETS = {"store_append_1client": "0.7", "store_append_8clients": "0.5",
            "store_vs_eventsourcing": "3.0", "replay_vs_bare_pg": "0.5",

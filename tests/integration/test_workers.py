@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from rq.job import JobStatus
 
-from ledger import commands as c
-from ledger import handlers
+from ledger.app import handlers
+from ledger.app.service import JOB_ADVANCE, Ledger
 from ledger.bootstrap import Settings, bootstrap, open_database
-from ledger.rules.legal import legal_actions
-from ledger.service import JOB_ADVANCE, Ledger
+from ledger.core import commands as c
+from ledger.core.rules.legal import legal_actions
 from ledger.store.base import EventStore
 from tests.integration.worker_helpers import (
     blocked_backends,

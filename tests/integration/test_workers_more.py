@@ -13,9 +13,9 @@ from rq.job import JobStatus
 from rq.scheduler import RQScheduler
 from rq.worker import Worker
 
-from ledger import commands as c
-from ledger import handlers
-from ledger.service import JOB_ADVANCE, Ledger
+from ledger.app import handlers
+from ledger.app.service import JOB_ADVANCE, Ledger
+from ledger.core import commands as c
 from ledger.store.base import EventStore
 from tests.integration.worker_helpers import (
     blocked_backends,

@@ -19,11 +19,11 @@ import psycopg
 from rq import Queue, SimpleWorker
 from rq.timeouts import TimerDeathPenalty
 
-from ledger import commands as c
-from ledger.audit import audit
-from ledger.bench.workers import purge_queue
-from ledger.projector import chip_ledger, project
-from ledger.service import Ledger
+from bench.workers import purge_queue
+from ledger.app.audit import audit
+from ledger.app.projector import chip_ledger, project
+from ledger.app.service import Ledger
+from ledger.core import commands as c
 from ledger.store.base import EventStore
 from workers.queue import make_queue
 

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from ledger import events as ev
-from ledger.errors import RuleViolation
-from ledger.rules import table as tb
-from ledger.rules.actions import Action, Decide, Discard, Play
-from ledger.rules.options import make_options
-from ledger.rules.tiles import parse_tile
+from ledger.core import events as ev
+from ledger.core.errors import RuleViolation
+from ledger.core.rules import table as tb
+from ledger.core.rules.actions import Action, Decide, Discard, Play
+from ledger.core.rules.options import make_options
+from ledger.core.rules.tiles import parse_tile
 
 
 def T(text: str) -> int:  # noqa: N802 - reads like a tile literal: T("6-3")

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from ledger.bench.api import Client
+from bench.api import Client
 
 ANSWERS = [
     b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 8\r\n\r\n{"a": 1}',
@@ -86,7 +86,7 @@ def test_a_dead_server_is_an_error_not_a_crash():
 def test_in_schema_sets_the_search_path_and_keeps_other_parameters():
     from urllib.parse import parse_qs, urlsplit
 
-    from ledger.bench.api import in_schema
+    from bench.api import in_schema
 
     url = in_schema("postgresql://u:p@db.example:5433/loo?sslmode=disable&options=-cjit%3Doff",
                     "loo_bench_api_1")
@@ -100,7 +100,7 @@ def test_in_schema_sets_the_search_path_and_keeps_other_parameters():
 def test_a_store_opened_through_in_schema_keeps_its_tables_there(pg_url):
     import psycopg
 
-    from ledger.bench.api import in_schema
+    from bench.api import in_schema
     from ledger.bootstrap import Settings, open_database
     from ledger.store.base import NewEvent
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ledger.bench import engine
+from bench import engine
 
 RATIO = re.compile(r"^ratio (\w+) (-?[0-9.]+|nan|inf) target ([0-9.]+)$")
 

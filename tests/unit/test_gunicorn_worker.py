@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("gunicorn.workers.gthread")
 from gunicorn.workers.gthread import ThreadWorker  # noqa: E402
 
-from ledger.cli import worker_class  # noqa: E402
+from ledger.cli.main import worker_class  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not hasattr(ThreadWorker, "set_accept_enabled"),
                                 reason="gunicorn < 27 runs plain gthread")
@@ -38,7 +38,7 @@ class Conn:
 
 
 def _worker(threads: int, counts: Any = None) -> Any:
-    from ledger.gunicorn_worker import BalancedThreadWorker
+    from ledger.serve.gunicorn_worker import BalancedThreadWorker
 
     w = BalancedThreadWorker.__new__(BalancedThreadWorker)  # no arbiter, no config file
     w.cfg = SimpleNamespace(threads=threads)
@@ -55,7 +55,7 @@ def _worker(threads: int, counts: Any = None) -> Any:
 
 
 def test_serve_uses_the_balanced_worker():
-    assert worker_class() == "ledger.gunicorn_worker.BalancedThreadWorker"
+    assert worker_class() == "ledger.serve.gunicorn_worker.BalancedThreadWorker"
 
 
 def test_a_worker_with_every_thread_busy_stops_accepting_until_one_is_free():
@@ -111,7 +111,7 @@ def _other_worker(counts: Any, connections: int) -> Any:
 
 
 def test_connection_counts_are_shared_with_forked_workers_and_forget_dead_ones():
-    from ledger.gunicorn_worker import ConnectionCounts
+    from ledger.serve.gunicorn_worker import ConnectionCounts
 
     counts = ConnectionCounts(slots=4)
     assert not counts.fewer_elsewhere(5)  # alone
@@ -135,7 +135,7 @@ def test_connection_counts_are_shared_with_forked_workers_and_forget_dead_ones()
 
 
 def test_a_worker_holding_more_connections_than_another_leaves_new_ones_to_it():
-    from ledger.gunicorn_worker import BALANCE_RECHECK, ConnectionCounts
+    from ledger.serve.gunicorn_worker import BALANCE_RECHECK, ConnectionCounts
 
     counts = ConnectionCounts(slots=4)
     proc, go = _other_worker(counts, 2)
@@ -195,7 +195,7 @@ def _access_line(logger_class: Any, access_format: str | None = None) -> str:
 def test_the_access_logger_writes_gunicorns_own_line(access_format):
     from gunicorn.glogging import Logger
 
-    from ledger.gunicorn_worker import AccessLogger
+    from ledger.serve.gunicorn_worker import AccessLogger
 
     ours = _access_line(AccessLogger, access_format)
     assert ours == _access_line(Logger, access_format)
@@ -204,7 +204,7 @@ def test_the_access_logger_writes_gunicorns_own_line(access_format):
 
 def test_serve_logs_access_through_the_lean_logger():
     from ledger.bootstrap import Settings
-    from ledger.cli import GunicornApp
+    from ledger.cli.main import GunicornApp
 
     app = GunicornApp(Settings(database_url="sqlite:///:memory:"), {"bind": "127.0.0.1:0"})
     assert app.cfg.logger_class.__name__ == "AccessLogger"

@@ -10,13 +10,13 @@ import typing
 
 import pytest
 
-from ledger.rules import table as tb
-from ledger.rules.actions import Action
-from ledger.rules.bots import POLICIES
-from ledger.rules.frozen import replace
-from ledger.rules.legal import legal_actions
-from ledger.rules.options import make_options
-from ledger.rules.view import SeatView, seat_view
+from ledger.core.rules import table as tb
+from ledger.core.rules.actions import Action
+from ledger.core.rules.bots import POLICIES
+from ledger.core.rules.frozen import replace
+from ledger.core.rules.legal import legal_actions
+from ledger.core.rules.options import make_options
+from ledger.core.rules.view import SeatView, seat_view
 from tests.unit.rules_support import Game
 
 

@@ -7,9 +7,9 @@ import hmac
 
 import pytest
 
-from ledger import events as ev
-from ledger.rules.deal import commitment, deal, deal_order, lots, shuffle
-from ledger.rules.tiles import HI, LO, TILES, name, names
+from ledger.core import events as ev
+from ledger.core.rules.deal import commitment, deal, deal_order, lots, shuffle
+from ledger.core.rules.tiles import HI, LO, TILES, name, names
 from tests.unit.rules_support import TS, Game, of_type, one
 
 VECTOR_1 = ("1-1 6-4 4-1 5-3 5-4 1-0 6-0 6-1 5-0 3-3 4-4 2-1 5-2 4-3 0-0 3-1 4-2 6-5 6-6 6-3 "
@@ -21,7 +21,7 @@ SEED_2 = bytes(range(32))
 
 
 def _reference_shuffle(seed: bytes) -> list[int]:
-    """API.md "Fair deal" written out independently of ledger.rules.deal."""
+    """API.md "Fair deal" written out independently of ledger.core.rules.deal."""
     def words():
         k = 0
         while True:
@@ -68,7 +68,7 @@ def test_s10_fair_deal_matches_an_independent_reference():
 
 def test_s10_fair_deal_reads_further_blocks_when_many_draws_are_rejected(monkeypatch):
     # With a limit of 2**31 half the words are rejected, so the first 4 HMAC blocks run out.
-    from ledger.rules import deal as deal_module
+    from ledger.core.rules import deal as deal_module
 
     def reference(seed: bytes) -> list[int]:
         words = (int.from_bytes(hmac.new(seed, k.to_bytes(8, "big"), hashlib.sha256)
@@ -208,7 +208,7 @@ def test_s2_first_dealer_named():
 
 @pytest.mark.parametrize("bad", [4, -1, "seat", None, True])
 def test_s2_first_dealer_must_be_a_seat_or_lots(bad):
-    from ledger.errors import Invalid
+    from ledger.core.errors import Invalid
 
     with pytest.raises(Invalid):
         Game(dealer=bad)

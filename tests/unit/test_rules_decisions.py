@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from ledger import events as ev
-from ledger.errors import LedgerError
-from ledger.rules.actions import Decide, Discard
-from ledger.rules.deal import deal, shuffle
-from ledger.rules.legal import legal_actions
-from ledger.rules.tiles import name
+from ledger.core import events as ev
+from ledger.core.errors import LedgerError
+from ledger.core.rules.actions import Decide, Discard
+from ledger.core.rules.deal import deal, shuffle
+from ledger.core.rules.legal import legal_actions
+from ledger.core.rules.tiles import name
 from tests.unit.rules_support import TS, Game, T, of_type, one
 
 SEED = bytes(32)  # API.md vector 1: with 4 players and dealer 0 the hands are known

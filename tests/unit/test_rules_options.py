@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ledger.errors import Invalid
-from ledger.rules.options import make_options
+from ledger.core.errors import Invalid
+from ledger.core.rules.options import make_options
 
 
 def _refused(*args, **kw) -> Invalid:

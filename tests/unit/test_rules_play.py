@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from ledger import events as ev
-from ledger.rules.actions import Play
-from ledger.rules.legal import legal_actions
-from ledger.rules.tiles import name
+from ledger.core import events as ev
+from ledger.core.rules.actions import Play
+from ledger.core.rules.legal import legal_actions
+from ledger.core.rules.tiles import name
 from tests.unit.rules_support import Game, T, of_type, one
 
 

@@ -14,12 +14,12 @@ from itertools import product
 import pytest
 from hypothesis import given
 
-from ledger.rules import playout as po
-from ledger.rules import table as tb
-from ledger.rules.deal import shuffle
-from ledger.rules.legal import legal_actions
-from ledger.rules.options import make_options
-from ledger.rules.tiles import sort_tiles
+from ledger.core.rules import playout as po
+from ledger.core.rules import table as tb
+from ledger.core.rules.deal import shuffle
+from ledger.core.rules.legal import legal_actions
+from ledger.core.rules.options import make_options
+from ledger.core.rules.tiles import sort_tiles
 from tests.unit.test_rules_properties import PROPS, Setup, setups
 
 

@@ -16,15 +16,15 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger import events as ev
-from ledger.errors import RuleViolation
-from ledger.rules import table as tb
-from ledger.rules.actions import Action, Decide, Discard, Play
-from ledger.rules.decide import decide
-from ledger.rules.hand import Hand
-from ledger.rules.legal import legal_actions
-from ledger.rules.options import make_options
-from ledger.rules.tiles import CANONICAL, sort_tiles, suits_of, trick_winner
+from ledger.core import events as ev
+from ledger.core.errors import RuleViolation
+from ledger.core.rules import table as tb
+from ledger.core.rules.actions import Action, Decide, Discard, Play
+from ledger.core.rules.decide import decide
+from ledger.core.rules.hand import Hand
+from ledger.core.rules.legal import legal_actions
+from ledger.core.rules.options import make_options
+from ledger.core.rules.tiles import CANONICAL, sort_tiles, suits_of, trick_winner
 
 MAX_STEPS = 4 * 3 + 5 * 4 + 2  # decisions (+ discards) and twenty plays, at most
 PROPS = settings(max_examples=100, deadline=None,

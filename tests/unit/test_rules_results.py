@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from ledger import events as ev
-from ledger.errors import Invalid, LedgerError, RuleViolation
-from ledger.rules.actions import Decide, Play
-from ledger.rules.legal import legal_actions
+from ledger.core import events as ev
+from ledger.core.errors import Invalid, LedgerError, RuleViolation
+from ledger.core.rules.actions import Decide, Play
+from ledger.core.rules.legal import legal_actions
 from tests.unit.rules_support import Game, of_type, one
 
 ALL_PLAY4 = {"1": "play", "2": "play", "3": "play", "0": "play"}

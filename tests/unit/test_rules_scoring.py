@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from ledger import events as ev
-from ledger.errors import LedgerError
-from ledger.rules import scoring
-from ledger.rules.actions import Decide
-from ledger.rules.legal import legal_actions
+from ledger.core import events as ev
+from ledger.core.errors import LedgerError
+from ledger.core.rules import scoring
+from ledger.core.rules.actions import Decide
+from ledger.core.rules.legal import legal_actions
 from tests.unit.rules_support import Game, of_type, one
 
 # A 4-player deal with no trump in any hand (fives trump, turn-up 5-0): seat 1 drops, seat 2

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ledger.errors import Invalid
-from ledger.rules.tiles import (
+from ledger.core.errors import Invalid
+from ledger.core.rules.tiles import (
     CANONICAL,
     TILES,
     follows,

@@ -6,15 +6,15 @@ import itertools
 
 import pytest
 
-from ledger import commands as c
-from ledger.audit import audit
-from ledger.errors import RuleViolation
-from ledger.projector import project
-from ledger.rules.actions import Play
-from ledger.service import Ledger
+from ledger.app.audit import audit
+from ledger.app.projector import project
+from ledger.app.service import Ledger
+from ledger.app.views import Viewer, redact, table_view
+from ledger.core import commands as c
+from ledger.core.errors import RuleViolation
+from ledger.core.rules.actions import Play
 from ledger.store.base import AlreadyApplied, IdempotencyConflict, VersionConflict
 from ledger.store.memory import MemoryStore
-from ledger.views import Viewer, redact, table_view
 
 
 class Inline:
@@ -113,7 +113,7 @@ def test_idempotency_key_applies_once():
     tid, _, p = led.create_table(c.CreateTable("loo", "pool", bots(4, person=True), 0,
                                                "shuffled"))
     # Seat 0 is the dealer: the three bots decided; find a legal decision for seat 0.
-    from ledger.rules.legal import legal_actions
+    from ledger.core.rules.legal import legal_actions
 
     hand = led.load(tid).table.hand
     action = legal_actions(hand, 0)[0]
@@ -152,7 +152,7 @@ def _inline_ledger(seed_base: int = 0) -> Ledger:
 
 def _play(led: Ledger, seats: tuple[tuple[str, str | None], ...], hands: int) -> tuple[str, int]:
     """Play `hands` hands taking each person's first legal action; returns (table, appends)."""
-    from ledger.rules.legal import legal_actions
+    from ledger.core.rules.legal import legal_actions
 
     appends = 0
     real_append = led.store.append
@@ -224,8 +224,8 @@ def test_a_failing_follow_up_leaves_the_command_standing(monkeypatch):
     def broken(p, seeds):
         raise RuntimeError("settlement bug")
 
-    monkeypatch.setattr("ledger.handlers.settle", broken)
-    from ledger.rules.legal import legal_actions
+    monkeypatch.setattr("ledger.app.handlers.settle", broken)
+    from ledger.core.rules.legal import legal_actions
 
     p = led.load(tid)
     h = p.table.hand
@@ -290,6 +290,6 @@ def test_a_job_appends_all_its_moves_in_one_transaction():
 
 
 def handlers_next(p) -> bool:
-    from ledger import handlers
+    from ledger.app import handlers
 
     return handlers.next_command(p) is not None

@@ -1,0 +1,121 @@
+"""decide(projection, command) -> events: one handler per command, all pure but for `seeds`."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+from ledger.app.projector import Projection
+from ledger.core import commands as c
+from ledger.core import events as ev
+from ledger.core.errors import Conflict, Invalid
+from ledger.core.rules import table as tb
+from ledger.core.rules.bots import POLICIES
+from ledger.core.rules.legal import legal_actions
+from ledger.core.rules.options import make_options
+from ledger.core.rules.view import seat_view
+
+Seeds = Callable[[], bytes]
+
+
+def create_table(cmd: c.CreateTable, tokens: dict, seeds: Seeds) -> list[ev.Event]:
+    """A new table; a shuffled table with auto_deal starts its first hand at once."""
+    opts = make_options(cmd.variant, cmd.scoring, len(cmd.seats), cmd.options, cmd.deal)
+    for _name, bot in cmd.seats:
+        if bot is not None and bot not in POLICIES:
+            raise Invalid("invalid_option", f"unknown bot {bot!r}: choose one of "
+                          f"{', '.join(sorted(POLICIES))}", field="seats")
+        if bot is not None and opts.deal != "shuffled":
+            raise Invalid("invalid_option", "bots play only on shuffled tables: on recorded "
+                          "and results tables the scorer enters every move", field="seats")
+    first_dealer = cmd.first_dealer
+    if first_dealer is None:
+        # §9: Rounce's first trump-holder is chosen by lots unless the table names a seat;
+        # Loo (§2) leaves it to the table: an unnamed first dealer is seat 0.
+        first_dealer = "lots" if opts.is_rounce else 0
+    out = tb.create(opts, list(cmd.seats), first_dealer, tokens, seeds())
+    if opts.deal == "shuffled" and opts.auto_deal:
+        out += tb.start_hand(tb.replay(out), seed=seeds())
+    return out
+
+
+def start_hand(p: Projection, cmd: c.StartHand, seeds: Seeds) -> list[ev.Event]:
+    t = p.table
+    mode = t.opts.deal
+    if mode == "shuffled":
+        if cmd.hands is not None or cmd.turn_up is not None or cmd.result is not None:
+            raise Invalid("invalid_hand", "this table is shuffled by the service: send an "
+                          "empty body to start the next hand")
+        return tb.start_hand(t, seed=seeds())
+    if mode == "recorded":
+        if cmd.hands is None or cmd.turn_up is None or cmd.result is not None:
+            raise Invalid("invalid_hand", 'a recorded table needs the deal: {"hands": '
+                          '{"0": [5 tiles], ...}, "turn_up": "6-2"}')
+        _check_recorded_deal(t, cmd)
+        return tb.start_hand(t, recorded=(cmd.hands, cmd.turn_up))
+    if cmd.result is None or cmd.hands is not None or cmd.turn_up is not None:
+        raise Invalid("invalid_hand", 'a results table needs the outcome: {"result": '
+                      '{"decisions": {...}, "tricks": {...}}}')
+    events = tb.start_hand(t, result=cmd.result)
+    return events + tb.settle(tb.replay(events, t))  # results settle at once (API.md)
+
+
+def _check_recorded_deal(t: tb.Table, cmd: c.StartHand) -> None:
+    assert cmd.hands is not None and cmd.turn_up is not None
+    if len(cmd.hands) != t.players or any(len(h) != 5 for h in cmd.hands):
+        raise Invalid("invalid_deal", f"deal five tiles to each of the {t.players} seats",
+                      rule="3.2")
+    seen = [x for h in cmd.hands for x in h] + [cmd.turn_up]
+    if len(set(seen)) != len(seen):
+        raise Invalid("invalid_deal", "a tile appears twice in the deal", rule="3")
+
+
+def act(p: Projection, cmd: c.Act) -> list[ev.Event]:
+    return tb.act(p.table, cmd.action)
+
+
+def play_bot(p: Projection) -> tuple[list[ev.Event], str]:
+    """The bot to act chooses from its seat view only; returns events and 'policy@version'."""
+    t = p.table
+    seat = bot_to_act(t)
+    if seat is None:
+        raise Conflict("no_bot_turn", "no bot is to act at this table")
+    assert t.hand is not None
+    name = t.bots[seat]
+    assert name is not None
+    policy, version = POLICIES[name]
+    rng = random.Random(f"{t.hand.commitment}:{p.version}")
+    action = policy(seat_view(t.hand, seat), legal_actions(t.hand, seat), rng)
+    return tb.act(t, action), f"{name}@{version}"
+
+
+def bot_to_act(t: tb.Table) -> int | None:
+    """The bot seat whose turn it is, if any."""
+    h = t.hand
+    if t.status != "playing" or h is None or not t.live or h.turn is None or h.mode != "shuffled":
+        return None
+    return h.turn if t.bots[h.turn] is not None else None
+
+
+def settle(p: Projection, seeds: Seeds) -> list[ev.Event]:
+    """Settle the complete hand; with auto_deal the next hand starts in the same batch."""
+    t = p.table
+    events = tb.settle(t)
+    after = tb.replay(events, t)
+    if after.status == "playing" and t.opts.deal == "shuffled" and t.opts.auto_deal \
+            and not all(b is not None for b in t.bots):
+        events += tb.start_hand(after, seed=seeds())
+    return events
+
+
+def close(p: Projection) -> list[ev.Event]:
+    return tb.close(p.table)
+
+
+def next_command(p: Projection) -> c.Command | None:
+    """What the workers should do next at this table, if anything."""
+    if tb.needs_settlement(p.table):
+        return c.SettleHand()
+    if bot_to_act(p.table) is not None:
+        return c.PlayBot()
+    return None

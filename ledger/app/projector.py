@@ -1,0 +1,96 @@
+"""Fold stored events into state, and the read models the API serves (ledger, scores, replay)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ledger.core import events as ev
+from ledger.core.rules import table as tb
+from ledger.store.base import StoredEvent
+
+
+@dataclass(frozen=True, slots=True)
+class Projection:
+    """A table folded up to `version`, plus where its hands begin (for replay and causation)."""
+
+    table: tb.Table
+    version: int = 0
+    hand_starts: tuple[int, ...] = ()  # version of each hand's hand_started (hand n at n-1)
+    completed_at: int | None = None  # version of the live hand's hand_completed
+
+
+def decode(stored: StoredEvent) -> ev.Event:
+    return ev.from_data(stored.type, stored.data)
+
+
+def project(stored: Iterable[StoredEvent], base: Projection | None = None) -> Projection:
+    """Fold stored events on top of a projection (from scratch when `base` is None)."""
+    return fold(((s.version, decode(s)) for s in stored), base)
+
+
+def fold(versioned: Iterable[tuple[int, ev.Event]], base: Projection | None = None) -> Projection:
+    """Fold (version, event) pairs on top of a projection: events not yet stored included."""
+    p = base or Projection(table=tb.replay([]))
+    t, version, starts, completed = p.table, p.version, list(p.hand_starts), p.completed_at
+    for v, e in versioned:
+        t = tb.evolve(t, e)
+        version = v
+        if isinstance(e, ev.HandStarted):
+            starts.append(v)
+            completed = None
+        elif isinstance(e, ev.HandCompleted):
+            completed = v
+    return replace(p, table=t, version=version, hand_starts=tuple(starts), completed_at=completed)
+
+
+def hand_events(stored: Sequence[StoredEvent], number: int) -> list[StoredEvent]:
+    return [s for s in stored if s.hand == number]
+
+
+SEAT = "seat:{}".format
+
+
+def chip_ledger(stored: Iterable[StoredEvent], players: int) -> dict[str, Any]:
+    """Double-entry transfers between `seat:N` and `pool`; balances always sum to zero."""
+    transfers: list[dict[str, Any]] = []
+    balances = {SEAT(s): 0 for s in range(players)} | {"pool": 0}
+
+    def move(s: StoredEvent, src: str, dst: str, amount: int, reason: str,
+             **extra: Any) -> None:
+        if amount <= 0:
+            return
+        transfers.append({"hand": s.hand, "version": s.version, "from": src, "to": dst,
+                          "amount": amount, "reason": reason, "causation": s.causation}
+                         | extra)
+        balances[src] -= amount
+        balances[dst] += amount
+
+    for s in stored:
+        d = s.data
+        if s.type == "stake_posted":
+            move(s, SEAT(d["seat"]), "pool", d["amount"], d["reason"])
+        elif s.type == "tricks_paid":
+            for seat, amount in sorted(d["payments"].items(), key=lambda kv: int(kv[0])):
+                move(s, "pool", SEAT(seat), amount, d["reason"])
+        elif s.type == "penalty_assessed":  # §8.5: the uncapped amount and the cap applied
+            move(s, SEAT(d["seat"]), "pool", d["amount"], "loo", uncapped=d["uncapped"],
+                 cap=d["cap"], mode=d["mode"])
+    return {"transfers": transfers, "balances": balances}
+
+
+def score_sheet(stored: Iterable[StoredEvent], table: tb.Table) -> dict[str, Any]:
+    """Points games: every delta with its reason, and the running totals."""
+    from ledger.core.rules.scoring import initial_scores
+
+    scores: list[dict[str, Any]] = []
+    for s in stored:
+        if s.type == "points_scored":
+            for d in s.data["deltas"]:
+                scores.append({"hand": s.hand, "version": s.version, "seat": d["seat"],
+                               "delta": d["delta"], "reason": d["reason"]})
+    start = initial_scores(table.opts)
+    totals = {SEAT(i): v for i, v in enumerate(table.scores)}
+    return {"scores": scores, "start": {SEAT(i): v for i, v in enumerate(start)},
+            "totals": totals}

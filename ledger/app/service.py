@@ -1,0 +1,292 @@
+"""The one path for every writer: load -> fold -> handler -> append -> project -> follow-ups."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import logging
+import os
+import secrets
+import threading
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ledger.app import handlers
+from ledger.app.projector import Projection, fold, project
+from ledger.core import commands as c
+from ledger.core import events as ev
+from ledger.core.errors import NotFound
+from ledger.store.base import (
+    AlreadyApplied,
+    EventStore,
+    IdempotencyConflict,
+    NewEvent,
+    StoredEvent,
+    VersionConflict,
+)
+
+JOB_ADVANCE = "workers.jobs.advance"
+MAX_STEPS = 400  # follow-ups run at once; a longer all-bot run goes on in a fresh job
+
+log = logging.getLogger(__name__)
+
+# Events that follow by rule from the event just before them; settlement follows the
+# hand_completed event.
+_FROM_PREVIOUS = (ev.TrickWon, ev.HandCompleted, ev.SeedRevealed, ev.PenaltyAssessed)
+_FROM_COMPLETION = (ev.TricksPaid, ev.PlayerLooed, ev.PointsScored, ev.HandSettled, ev.GameWon)
+_TABLE_LEVEL = (ev.TableCreated, ev.SeatFilled, ev.DealerChosen, ev.TableClosed)
+
+
+class Dispatcher(Protocol):
+    def enqueue(self, func_path: str, *args: Any, job_id: str) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What a command appended, and the table after it."""
+
+    first_version: int
+    stored: list[StoredEvent]
+    projection: Projection
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def _mac(secret: bytes, label: str) -> bytes:
+    return hmac.new(secret, label.encode(), hashlib.sha256).digest()
+
+
+def _derived_tokens(root: bytes, seats: int) -> dict[str, Any]:
+    def derive(label: str) -> str:
+        mac = hmac.new(root, label.encode(), hashlib.sha256).digest()[:24]
+        return base64.urlsafe_b64encode(mac).decode().rstrip("=")
+
+    return {"admin": derive("admin"), "seats": [derive(f"seat:{i}") for i in range(seats)]}
+
+
+class Ledger:
+    """Application service shared by the API, the workers, the CLI and the tests."""
+
+    def __init__(self, store: EventStore, dispatcher: Dispatcher | None = None,
+                 seeds: Callable[[], bytes] = lambda: os.urandom(32)) -> None:
+        self.store = store
+        self.dispatcher = dispatcher
+        self.seeds = seeds
+        self._cache: dict[str, Projection] = {}
+        self._lock = threading.Lock()
+
+    # ---- reads ----------------------------------------------------------------------------
+    def load(self, table_id: str) -> Projection:
+        """The table folded to its latest version (incrementally, from a per-process cache)."""
+        base = self._cache.get(table_id)
+        stored = self.store.load(table_id, after_version=base.version if base else 0)
+        if base is None and not stored:
+            raise NotFound("table_not_found", f"no table {table_id!r}")
+        p = project(stored, base) if stored else base
+        assert p is not None
+        self._remember(table_id, p)
+        return p
+
+    def cached(self, table_id: str) -> Projection | None:
+        """The latest projection this process has seen of the table (no database read)."""
+        return self._cache.get(table_id)
+
+    def _remember(self, table_id: str, p: Projection) -> None:
+        with self._lock:
+            old = self._cache.get(table_id)
+            if old is None or old.version < p.version:
+                if len(self._cache) > 2000:
+                    self._cache.clear()  # bounded: projections are always rebuildable
+                self._cache[table_id] = p
+
+    # ---- writes ---------------------------------------------------------------------------
+    def create_table(self, cmd: c.CreateTable, *, idempotency_key: str | None = None,
+                     request_hash: str | None = None) -> tuple[str, dict[str, Any], Projection]:
+        """Create a table; returns its id, the plain tokens (shown once) and its state.
+
+        With an Idempotency-Key the id derives from the key and the tokens from the key and
+        the request, both as HMACs under the deployment's secret: a repeat finds the same
+        table and answers with the same tokens although only their hashes are stored, the
+        same key with another request meets IdempotencyConflict, and nobody without the
+        secret can compute either from the key.
+        """
+        if idempotency_key is not None and request_hash is not None:
+            secret = self.store.server_secret()
+            table_id = uuid.UUID(bytes=_mac(secret, f"table|{idempotency_key}")[:16],
+                                 version=4).hex
+            tokens = _derived_tokens(
+                _mac(secret, f"tokens|{idempotency_key}|{request_hash}"), len(cmd.seats))
+            found = self.store.idempotent_result(table_id, idempotency_key)
+            if found is not None:
+                if found.request_hash != request_hash:
+                    raise IdempotencyConflict(idempotency_key)
+                return table_id, tokens, self.load(table_id)
+        else:
+            table_id = uuid.uuid4().hex
+            tokens = {"admin": secrets.token_urlsafe(24),
+                      "seats": [secrets.token_urlsafe(24) for _ in cmd.seats]}
+        hashes = {"admin": token_hash(tokens["admin"]),
+                  "seats": [token_hash(t) for t in tokens["seats"]]}
+        events = handlers.create_table(cmd, hashes, self.seeds)
+        try:
+            out = self._append(table_id, None, events, "command:create", idempotency_key,
+                               request_hash, follow=True)
+        except (AlreadyApplied, VersionConflict):  # a concurrent request with the key won
+            assert idempotency_key is not None
+            found = self.store.idempotent_result(table_id, idempotency_key)
+            if found is None or found.request_hash != request_hash:
+                raise IdempotencyConflict(idempotency_key) from None
+            return table_id, tokens, self.load(table_id)
+        self.dispatch(table_id, out.projection)
+        if getattr(self.dispatcher, "asynchronous", False):
+            # A worker appends what follows (bots, the deal) whenever it gets to the job:
+            # the answer is the table as created, whatever the worker has done meanwhile.
+            return table_id, tokens, out.projection
+        return table_id, tokens, self.load(table_id)
+
+    def execute(self, table_id: str, cmd: c.Command, *, expected_version: int | None = None,
+                idempotency_key: str | None = None, request_hash: str | None = None,
+                dispatch: bool = True, loaded: Projection | None = None) -> Outcome:
+        """Run one command against the latest state; stale expected_version -> VersionConflict.
+
+        `loaded` is the table as the caller has just loaded it (saves a read); if another
+        writer appended since, the append's version check refuses the write all the same.
+        """
+        p = loaded if loaded is not None else self.load(table_id)
+        if idempotency_key is not None:
+            found = self.store.idempotent_result(table_id, idempotency_key)
+            if found is not None:  # a repeat: nothing is decided or appended again
+                if found.request_hash != request_hash:
+                    raise IdempotencyConflict(idempotency_key)
+                raise AlreadyApplied(found)
+        if expected_version is not None and expected_version != p.version:
+            raise VersionConflict(table_id, expected_version, p.version)
+        events, cause = self._decide(p, cmd)
+        out = self._append(table_id, p, events, cause, idempotency_key, request_hash,
+                           follow=dispatch)
+        if dispatch:
+            self.dispatch(table_id, out.projection)
+        return out
+
+    def _decide(self, p: Projection, cmd: c.Command) -> tuple[list[ev.Event], str]:
+        """The command's events on `p`, and the causation of those no earlier event causes."""
+        cause = f"command:{uuid.uuid4().hex}"
+        if isinstance(cmd, c.Act):
+            events = handlers.act(p, cmd)
+        elif isinstance(cmd, c.StartHand):
+            events = handlers.start_hand(p, cmd, self.seeds)
+        elif isinstance(cmd, c.SettleHand):
+            events = handlers.settle(p, self.seeds)
+        elif isinstance(cmd, c.PlayBot):
+            events, policy = handlers.play_bot(p)
+            cause = f"bot:{policy}"
+        elif isinstance(cmd, c.CloseTable):
+            events = handlers.close(p)
+        else:  # pragma: no cover - CreateTable has its own entry point
+            raise TypeError(cmd)
+        return events, cause
+
+    def _append(self, table_id: str, p: Projection | None, events: Sequence[ev.Event],
+                cause: str, idempotency_key: str | None, request_hash: str | None,
+                follow: bool = False) -> Outcome:
+        """Append the events; with in-process jobs and `follow`, what those jobs would have
+        appended right after too, in the same transaction (one commit instead of two)."""
+        version = p.version if p else 0
+        new = self._envelopes(p, events, cause)
+        # The table after the append, folded from the events themselves: decoding them back
+        # from their stored form gives the same state (tests/unit/test_service.py).
+        proj = fold(enumerate(events, version + 1), p)
+        if follow and events and getattr(self.dispatcher, "in_process", False):
+            # A failing step leaves the command standing; the job meets it after the commit.
+            more, proj, _failure = self._follow_ups(proj)
+            new += more
+        stored = self.store.append(table_id, new, version, idempotency_key=idempotency_key,
+                                   request_hash=request_hash)
+        self._remember(table_id, proj)
+        return Outcome(version + 1, stored, proj)
+
+    def _follow_ups(self, p: Projection, max_steps: int = MAX_STEPS,
+                    ) -> tuple[list[NewEvent], Projection, Exception | None]:
+        """What `advance` appends after `p` (the settlement, a hand auto_deal starts, bot
+        turns), the table after it, and the failure that cut the run short, if one did. Each
+        step is decided on the table the step before left, with the causation a job gives
+        it; a step that raises ends the run (logged), the steps before it stand."""
+        out: list[NewEvent] = []
+        for _ in range(max_steps):
+            cmd = handlers.next_command(p)
+            if cmd is None:
+                break
+            try:
+                events, cause = self._decide(p, cmd)
+            except Exception as err:  # noqa: BLE001 - logged, and returned to the caller
+                log.exception("follow-up %s at version %d failed", type(cmd).__name__,
+                              p.version)
+                return out, p, err
+            out += self._envelopes(p, events, cause)
+            p = fold(enumerate(events, p.version + 1), p)
+        return out, p, None
+
+    @staticmethod
+    def _envelopes(p: Projection | None, events: Sequence[ev.Event], cause: str) -> list[NewEvent]:
+        """Give each event its hand number and its causation (a command or an earlier event)."""
+        version = p.version if p else 0
+        hand = p.table.hand.number if p and p.table.hand else None
+        completed = p.completed_at if p else None
+        out = []
+        for i, e in enumerate(events):
+            v = version + i + 1
+            if isinstance(e, ev.HandStarted):
+                hand = e.number
+            if isinstance(e, ev.HandCompleted):
+                completed = v
+            if isinstance(e, _FROM_PREVIOUS):
+                causation = f"event:{v - 1}"
+            elif isinstance(e, _FROM_COMPLETION) and completed is not None:
+                causation = f"event:{completed}"
+            else:
+                causation = cause
+            out.append(NewEvent(type=e.type, hand=None if isinstance(e, _TABLE_LEVEL) else hand,
+                                data=ev.to_data(e), causation=causation))
+        return out
+
+    # ---- follow-up jobs -------------------------------------------------------------------
+    def dispatch(self, table_id: str, p: Projection | None = None) -> bool:
+        """Enqueue the worker job this table waits on (a settlement or a bot), if any."""
+        p = p or self.load(table_id)
+        if self.dispatcher is None or handlers.next_command(p) is None:
+            return False
+        self.dispatcher.enqueue(JOB_ADVANCE, table_id, p.version,
+                                job_id=f"advance:{table_id}:{p.version}")
+        return True
+
+    def advance(self, table_id: str, expected_version: int,
+                max_steps: int = MAX_STEPS) -> str:
+        """Settle hands and play consecutive bot turns until a person must act.
+
+        Every step is decided on the table the step before left and all of them are
+        appended together, in one transaction: a job moves the table all the way or, if it
+        dies or loses a race, not at all. Returns "stale" (the table moved: whoever moved it
+        carries on), "idle" (nothing to do, or done) or "continued" (a long all-bot run
+        handed to a fresh job after `max_steps` steps).
+        """
+        p = self.load(table_id)
+        if p.version != expected_version:
+            return "stale"
+        new, after, failure = self._follow_ups(p, max_steps)
+        if new:
+            try:
+                self.store.append(table_id, new, p.version)
+            except VersionConflict:
+                return "stale"
+            self._remember(table_id, after)
+        if failure is not None:
+            raise failure  # the steps before it stand; the job fails and is retried
+        if handlers.next_command(after) is None:
+            return "idle"
+        self.dispatch(table_id, after)  # long all-bot run: hand over to a fresh job
+        return "continued"

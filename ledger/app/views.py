@@ -1,0 +1,160 @@
+"""What each caller may see (§10): admin view, seat view; never the raw state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ledger.app.projector import Projection
+from ledger.core.rules import table as tb
+from ledger.core.rules.hand import Hand, Trick
+from ledger.core.rules.legal import legal_actions
+from ledger.core.rules.tiles import NAMES, names
+from ledger.store.base import StoredEvent
+
+
+@dataclass(frozen=True, slots=True)
+class Viewer:
+    """An authenticated caller: the table's admin, or one seat."""
+
+    admin: bool
+    seat: int | None = None
+
+    def sees_seat(self, seat: int) -> bool:
+        return self.admin or self.seat == seat
+
+
+def _trick(tr: Trick) -> dict[str, Any]:
+    return {"leader": tr.leader, "suit": tr.suit,
+            "plays": [{"seat": s, "tile": NAMES[t]} for s, t in tr.plays], "winner": tr.winner}
+
+
+def hand_phase(t: tb.Table) -> str:
+    h = t.hand
+    assert h is not None
+    if h.phase == "complete":
+        return "complete" if t.settled else "settling"
+    return "deciding" if h.phase == "dealing" else h.phase
+
+
+def hand_view(t: tb.Table, viewer: Viewer, h: Hand | None = None,
+              full: bool = False) -> dict[str, Any]:
+    """The hand as the viewer may see it; `full` (audit/replay) shows every tile."""
+    h = h or t.hand
+    assert h is not None
+    open_ = full or h.phase == "complete" or t.status == "closed"  # closed: nothing is live
+    per_seat = range(h.players)
+
+    def visible(seat: int) -> bool:
+        return open_ or viewer.sees_seat(seat)
+
+    tricks = [_trick(tr) for tr in h.tricks] + ([_trick(h.current)] if h.current else [])
+    out: dict[str, Any] = {
+        "number": h.number, "phase": hand_phase(t) if h is t.hand else h.phase,
+        "dealer": h.dealer, "turn": h.turn, "mode": h.mode,
+        "turn_up": NAMES[h.turn_up] if h.turn_up is not None else None,
+        "trump": h.trump, "turn_up_taken": h.turn_up_taken,
+        "decisions": {str(s): d for s, d in enumerate(h.decisions) if d is not None},
+        "for_pool": h.for_pool, "pool_at_start": h.pool_at_start,
+        "hands": {str(s): names(h.hands[s]) if visible(s) else {"count": len(h.hands[s])}
+                  for s in per_seat} if h.mode != "results" else {},
+        "tricks": tricks,
+        "tricks_won": {str(s): n for s, n in enumerate(h.tricks_won)},
+        "misses": h.misses, "boneyard_count": len(h.boneyard),
+        "commitment": h.commitment, "won_without_play": h.won_without_play,
+        "looed": list(h.looed),
+    }
+    if h.mode != "results":
+        out["discards"] = {str(s): names(h.discards[s]) if visible(s)
+                           else {"count": len(h.discards[s])} for s in per_seat}
+    if open_ or viewer.admin:
+        # Shuffled tables keep the boneyard in drawing order; recorded ones know only the set.
+        out["boneyard"] = [NAMES[t] for t in h.boneyard] if h.ordered else names(h.boneyard)
+    return out
+
+
+def legal_view(t: tb.Table, viewer: Viewer) -> list[dict[str, Any]]:
+    """Every action body the caller could send now (admin: for the seat to act)."""
+    h = t.hand
+    if h is None or not t.live or h.turn is None or t.status != "playing":
+        return []
+    if not viewer.sees_seat(h.turn):
+        return []
+    bodies = [a.body() for a in legal_actions(h, h.turn)]
+    if viewer.admin:
+        for b in bodies:
+            b["seat"] = h.turn
+    return bodies
+
+
+def table_view(table_id: str, p: Projection, viewer: Viewer) -> dict[str, Any]:
+    t = p.table
+    seats = [{"seat": s, "name": t.names[s], "bot": t.bots[s], "score": _score(t, s),
+              "balance": t.balances[s], "tricks": t.tricks_total[s]}
+             for s in range(t.players)]
+    return {
+        "id": table_id, "variant": t.opts.variant, "scoring": t.opts.scoring,
+        "deal": t.opts.deal, "options": t.opts.to_dict(), "version": p.version,
+        "status": t.status, "dealer": t.dealer, "pool": t.pool, "seats": seats,
+        "winner": t.winner, "tied": list(t.tied),
+        "hand": hand_view(t, viewer) if t.hand is not None else None,
+        "legal_actions": legal_view(t, viewer),
+        "viewer": {"role": "admin" if viewer.admin else "seat", "seat": viewer.seat},
+    }
+
+
+def _score(t: tb.Table, seat: int) -> int:
+    """Points games: the running total; pool games: chips won and lost (the balance)."""
+    return t.scores[seat] if t.opts.scoring == "points" else t.balances[seat]
+
+
+# ---- events -------------------------------------------------------------------------------
+
+def _count(value: Any) -> dict[str, int]:
+    return {"count": len(value) if value is not None else 0}
+
+
+# Events of a hand written before its deal: they hide nothing, so their hashes may show.
+_BEFORE_DEAL = frozenset({"hand_started", "stake_posted"})
+
+
+def redact(s: StoredEvent, viewer: Viewer, live_hand: int | None) -> dict[str, Any]:
+    """An event as the viewer may see it: hidden tiles removed while its hand is live.
+
+    A hash commits to the whole event, hidden tiles included, and a discard is one of a few
+    hundred possibilities: given the hash (or any later hash of the chain, which commits to
+    it) a seat could try them all and find it. So while a hand is live a seat gets no hash
+    from its deal on, nor the `prev_hash` after it; the chain is open again, and checkable
+    end to end, once the hand is complete (§10). table_created keeps its token hashes:
+    without them nobody could check the chain from version 1, and a SHA-256 digest of a
+    192-bit random token opens nothing.
+    """
+    data = dict(s.data)
+    digest, prev = s.hash, s.prev_hash
+    if live_hand is not None:
+        live = s.hand == live_hand
+        if live and s.type == "tiles_dealt":
+            data.pop("seed", None)  # secret until seed_revealed, even for the admin
+            if not viewer.admin:
+                data["hands"] = {k: (v if viewer.seat == int(k) else _count(v))
+                                 for k, v in data["hands"].items()}
+                data["boneyard"] = _count(data["boneyard"])
+        elif live and s.type in ("miss_drawn", "tiles_discarded") \
+                and not viewer.sees_seat(data["seat"]):
+            data["tiles"] = _count(data["tiles"])
+            if "put_out" in data:
+                data["put_out"] = _count(data["put_out"])
+        # table_closed can follow a live hand that was abandoned: it chains on its events.
+        if not viewer.admin and ((live and s.type not in _BEFORE_DEAL)
+                                 or s.type == "table_closed"):
+            digest = None
+            if s.type != "tiles_dealt":
+                prev = None
+    return {"version": s.version, "position": s.position, "type": s.type, "hand": s.hand,
+            "data": data, "recorded_at": s.recorded_at, "causation": s.causation,
+            "hash": digest, "prev_hash": prev}
+
+
+def live_hand(t: tb.Table) -> int | None:
+    """The hand whose hidden tiles are still secret; none once the table is closed."""
+    return t.hand.number if t.hand is not None and t.live and t.status != "closed" else None

@@ -1,0 +1,309 @@
+"""The `loo` command: serve, worker, db, bench, and the game commands registered below."""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import logging
+import os
+import signal
+import threading
+import time
+from typing import Any
+
+import click
+from gunicorn.app.base import BaseApplication
+
+from ledger.bootstrap import ConfigError, Settings, bootstrap, one_line, open_database, redact
+from ledger.store.base import StoreUnavailable
+
+log = logging.getLogger("ledger.cli")
+
+# ---- registration point ------------------------------------------------------------------
+# Subcommands that live in other modules: name -> "module:attribute", imported only when
+# used, so `loo serve` never loads them. Add a line here for a new top-level command.
+LAZY_COMMANDS = {
+    "play": "ledger.cli.game:play_cmd",
+    "replay": "ledger.cli.record:replay_cmd",
+    "audit": "ledger.cli.record:audit_cmd",
+}
+
+
+class LooGroup(click.Group):
+    """A group that loads LAZY_COMMANDS on demand and turns config errors into one line."""
+
+    def __init__(self, *args: Any, lazy: dict[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = lazy or {}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy and cmd_name not in self.commands:
+            module, _, attr = self.lazy[cmd_name].partition(":")
+            self.add_command(getattr(importlib.import_module(module), attr), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ConfigError as err:
+            fail(str(err))
+        except StoreUnavailable as err:
+            fail(f"DATABASE_URL: {one_line(err)}")
+
+
+def fail(message: str) -> None:
+    """Configuration errors: one line on stderr, exit status 2, never a traceback."""
+    click.echo(f"error: {message}", err=True)
+    raise SystemExit(2)
+
+
+def settings() -> Settings:
+    """Settings from the environment; also applies LOO_LOG_LEVEL."""
+    s = Settings.from_env()
+    logging.basicConfig(level=s.log_level,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return s
+
+
+@click.group(cls=LooGroup, lazy=LAZY_COMMANDS)
+@click.version_option(package_name="domino-loo-ledger")
+def main() -> None:
+    """Domino Loo ledger. Configured by DATABASE_URL, REDIS_URL, LOO_QUEUE_PREFIX, LOO_LOG_LEVEL."""
+
+
+# ---- serve -------------------------------------------------------------------------------
+# Requests are mostly Python on the CPU, so a worker's threads share one GIL: a few per
+# process keep a request waiting on the database from idling the core without making
+# many take turns. On 2 cores `loo bench api` gave p99 18-22 ms and 1,370-1,450 req/s
+# with 2, 19-22 ms and 1,470-1,620 req/s with 3, 23-24 ms with 4 (28-31 before the
+# workers balanced their connections).
+DEFAULT_THREADS = 3
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, type=click.IntRange(0, 65535), show_default=True)
+@click.option("--workers", default=1, type=click.IntRange(1, 64), show_default=True,
+              help="more than 1: that many gunicorn worker processes")
+@click.option("--threads", default=DEFAULT_THREADS, type=click.IntRange(1, 64),
+              show_default=True, help="request threads per gunicorn worker process "
+              "(with --workers > 1)")
+def serve(host: str, port: int, workers: int, threads: int) -> None:
+    """Serve the HTTP API (the schema is upgraded first)."""
+    s = settings()
+    container = bootstrap(s)  # checks the config and upgrades the schema once, up front
+    jobs = f"RQ queue {s.queue_name!r}" if s.redis_url else "in-process"
+    click.echo(f"loo: starting on http://{host}:{port}, store {redact(s.database_url)}, "
+               f"jobs {jobs}, {workers} process(es)"
+               + (f" x {threads} threads" if workers > 1 else ""), err=True)
+    if workers > 1:
+        container.close()  # each gunicorn worker composes its own after the fork
+        GunicornApp(s, {"bind": f"{host}:{port}", "workers": workers, "threads": threads}).run()
+        return
+    from werkzeug.serving import run_simple
+
+    from ledger.api.app import create_app
+
+    run_simple(host, port, create_app(container), threaded=True)
+
+
+def worker_class() -> str:
+    """gthread, balanced across worker processes where this gunicorn's gthread allows it."""
+    from gunicorn.workers.gthread import ThreadWorker
+
+    if hasattr(ThreadWorker, "set_accept_enabled"):  # gunicorn >= 27
+        return "ledger.serve.gunicorn_worker.BalancedThreadWorker"
+    return "gthread"
+
+
+class GunicornApp(BaseApplication):  # type: ignore[misc]
+    """gunicorn through its Python API; each worker composes its own container after the fork."""
+
+    def __init__(self, s: Settings, options: dict[str, Any]) -> None:
+        from ledger.serve.gunicorn_worker import ConnectionCounts
+
+        self.settings, self.options = s, options
+        # Shared by the workers forked from here; room for as many again being replaced.
+        self.connection_counts = ConnectionCounts(slots=2 * int(options.get("workers", 1)) + 2)
+        super().__init__()
+
+    def load_config(self) -> None:
+        config = {"worker_class": worker_class(), "threads": DEFAULT_THREADS, "accesslog": "-",
+                  "logger_class": "ledger.serve.gunicorn_worker.AccessLogger",
+                  "loglevel": self.settings.log_level.lower(), **self.options}
+        if "control_socket_disable" in self.cfg.settings:  # gunicorn >= 27
+            # Its default path is shared by every gunicorn of this user: two would clash.
+            config["control_socket_disable"] = True
+        for key, value in config.items():
+            self.cfg.set(key, value)
+
+    def load(self) -> Any:
+        from ledger.api.app import create_app
+
+        return create_app(bootstrap(self.settings, upgrade=False))
+
+
+# ---- worker ------------------------------------------------------------------------------
+@main.command()
+@click.option("--burst", is_flag=True, help="run the queued jobs, then exit")
+@click.option("--reconcile-every", type=click.FloatRange(min=0), default=60.0, show_default=True,
+              metavar="SECONDS", help="re-enqueue the jobs of tables waiting on a worker "
+              "(at start, then this often; 0: never)")
+def worker(burst: bool, reconcile_every: float) -> None:
+    """Run an RQ worker on the project's queue (needs REDIS_URL)."""
+    s = settings()
+    if s.redis_url is None:
+        raise ConfigError("REDIS_URL: not set; `loo worker` takes its jobs from Redis "
+                          "(e.g. REDIS_URL=redis://127.0.0.1:6379/0); without it the API "
+                          "runs jobs in-process and needs no worker")
+    from rq import SimpleWorker
+
+    from workers import runtime
+
+    container = bootstrap(s)
+    runtime.install(container.ledger)  # jobs in this process use this ledger
+    die_with_this_process()  # rq forks its scheduler: it must not outlive a killed worker
+    queue = container.queue
+    assert queue is not None
+    if reconcile_every > 0:
+        reconcile_once(container.ledger)
+        if not burst:
+            _every(reconcile_every, lambda: reconcile_once(container.ledger))
+    rq_worker = SimpleWorker([queue], connection=queue.connection, serializer=queue.serializer)
+    rq_worker.work(burst=burst, with_scheduler=True, logging_level=s.log_level)
+
+
+def die_with_this_process() -> None:
+    """Children forked from now on get SIGTERM when this process dies, even by SIGKILL.
+
+    Linux only (prctl PR_SET_PDEATHSIG); elsewhere a no-op.
+    """
+    parent = os.getpid()
+
+    def in_child() -> None:
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            return
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    os.register_at_fork(after_in_child=in_child)
+
+
+def reconcile_once(ledger: Any) -> None:
+    from workers.reconcile import reconcile
+
+    try:
+        count = reconcile(ledger)
+    except Exception:  # the next round tries again; the worker keeps working
+        log.exception("reconcile failed")
+        return
+    if count:
+        log.info("reconcile: %d table(s) waiting on a job; each job enqueued once (a job "
+                 "still queued or running is left as it is)", count)
+
+
+def _every(seconds: float, fn: Any) -> None:
+    def loop() -> None:
+        while True:
+            time.sleep(seconds)
+            fn()
+
+    threading.Thread(target=loop, name="loo-reconcile", daemon=True).start()
+
+
+# ---- db ----------------------------------------------------------------------------------
+@main.group()
+def db() -> None:
+    """The event store's schema."""
+
+
+@db.command("upgrade")
+def db_upgrade() -> None:
+    """Create or migrate the event store schema at DATABASE_URL."""
+    s = settings()
+    store = open_database(s)
+    store.close()
+    click.echo(f"event store ready: {redact(s.database_url)}")
+
+
+# ---- bench -------------------------------------------------------------------------------
+@main.group(short_help="Benchmarks (see make bench).")
+def bench() -> None:
+    """Benchmarks, from a checkout (pip install -e '.[bench]' adds the reference implementations)."""
+
+
+def bench_module(name: str) -> Any:
+    """The checkout's bench/NAME module: benchmarks stay out of the runtime wheel."""
+    try:
+        return importlib.import_module(f"bench.{name}")
+    except ModuleNotFoundError as e:
+        if e.name not in ("bench", f"bench.{name}"):
+            raise
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    if not (root / "bench" / f"{name}.py").is_file():
+        raise ConfigError(
+            "loo bench: the benchmarks live in the source checkout (bench/); "
+            "run it from a checkout installed with pip install -e '.[bench]'"
+        ) from None
+    sys.path.insert(0, str(root))
+    return importlib.import_module(f"bench.{name}")
+
+
+@bench.command("engine")
+@click.option("--seconds", type=click.FloatRange(min=0.1), default=3.0, show_default=True)
+def bench_engine(seconds: float) -> None:
+    """Rules engine: random-legal hands per second, and peak memory."""
+    engine = bench_module("engine")
+
+    engine.run(seconds=seconds, out=click.echo)
+
+
+@bench.command("store")
+@click.option("--database-url", envvar="DATABASE_URL", default=None,
+              help="a postgresql:// database for the PostgreSQL parts [default: $DATABASE_URL]")
+def bench_store(database_url: str | None) -> None:
+    """Event store: appends/s and replay against bare drivers and eventsourcing."""
+    store = bench_module("store")
+
+    store.run(database_url or "", out=click.echo)
+
+
+@bench.command("workers")
+@click.option("--database-url", envvar="DATABASE_URL", default=None,
+              help="[default: $DATABASE_URL]")
+@click.option("--redis-url", envvar="REDIS_URL", default=None, help="[default: $REDIS_URL]")
+@click.option("--hands", type=click.IntRange(min=4), default=40, show_default=True)
+def bench_workers(database_url: str | None, redis_url: str | None, hands: int) -> None:
+    """All-bot hands/minute through RQ and one worker, against in-process jobs."""
+    s = Settings.from_env({"DATABASE_URL": database_url or "", "REDIS_URL": redis_url or ""})
+    if s.redis_url is None:
+        raise ConfigError("REDIS_URL: not set; `loo bench workers` measures jobs through Redis")
+    workers = bench_module("workers")
+
+    workers.run(s.database_url, s.redis_url, hands=hands, out=click.echo)
+
+
+@bench.command("api")
+@click.option("--database-url", envvar="DATABASE_URL", default=None,
+              help="a postgresql:// database [default: $DATABASE_URL]")
+@click.option("--seconds", type=click.FloatRange(min=0.5), default=10.0, show_default=True)
+@click.option("--clients", type=click.IntRange(min=1), default=16, show_default=True)
+@click.option("--threads", type=click.IntRange(1, 64), default=DEFAULT_THREADS,
+              show_default=True, help="threads per worker process, for both servers")
+def bench_api(database_url: str | None, seconds: float, clients: int, threads: int) -> None:
+    """`loo serve --workers 2` under load against a bare one-INSERT Flask endpoint."""
+    s = Settings.from_env({"DATABASE_URL": database_url or ""})
+    if not s.database_url.startswith("postgresql"):
+        raise ConfigError("DATABASE_URL: `loo bench api` needs a postgresql:// database")
+    api = bench_module("api")
+
+    api.run(s.database_url, seconds=seconds, clients=clients, threads=threads, out=click.echo)

@@ -1,0 +1,51 @@
+"""The intents every writer sends to the command handler (API, workers, CLI, tests)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ledger.core.rules.actions import Action
+from ledger.core.rules.tiles import Tile
+
+
+@dataclass(frozen=True, slots=True)
+class CreateTable:
+    variant: str
+    scoring: str | None
+    seats: tuple[tuple[str, str | None], ...]
+    first_dealer: Any
+    deal: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class StartHand:
+    """Start the next hand; recorded tables send the deal, results tables the result."""
+
+    hands: tuple[tuple[Tile, ...], ...] | None = None
+    turn_up: Tile | None = None
+    result: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Act:
+    action: Action
+
+
+@dataclass(frozen=True, slots=True)
+class SettleHand:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class PlayBot:
+    """Let the bot whose turn it is move (the worker's command)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CloseTable:
+    pass
+
+
+Command = CreateTable | StartHand | Act | SettleHand | PlayBot | CloseTable

@@ -1,0 +1,256 @@
+"""The event vocabulary (API.md "Event catalogue"): frozen dataclasses, one registry, one codec.
+
+Inside the program tiles are ints (ledger.core.rules.tiles); on the wire and in the store they
+are names ("6-3"), per-seat values are objects keyed by the seat number as a string.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
+
+from ledger.core.rules.tiles import NAMES, Tile, parse_tile
+
+REGISTRY: dict[str, type[Event]] = {}
+
+TILE_FIELDS = frozenset({"tile"})
+TILE_LIST_FIELDS = frozenset({"tiles", "put_out", "boneyard", "order", "draws"})
+PER_SEAT_FIELDS = frozenset({"tricks_won", "balances", "scores", "payments", "totals"})
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Base of every event; `type` is the past-tense name used on the wire."""
+
+    type: ClassVar[str] = ""
+
+
+def _event(name: str):  # noqa: ANN202 - a class decorator
+    def wrap(cls: type) -> type:
+        cls.type = name
+        made = dataclass(frozen=True, slots=True)(cls)
+        REGISTRY[name] = made
+        return made
+
+    return wrap
+
+
+@_event("table_created")
+class TableCreated(Event):
+    variant: str
+    scoring: str
+    deal: str
+    players: int
+    options: dict
+    first_dealer: Any  # a seat number or "lots"
+    tokens: dict  # {"admin": sha256, "seats": [sha256, ...]}: hashes only, never the tokens
+
+
+@_event("seat_filled")
+class SeatFilled(Event):
+    seat: int
+    name: str
+    bot: str | None = None
+
+
+@_event("dealer_chosen")
+class DealerChosen(Event):
+    seat: int
+    method: str  # "named" | "lots"
+    draws: tuple[Tile, ...] = ()
+    seed: str | None = None
+
+
+@_event("hand_started")
+class HandStarted(Event):
+    number: int
+    dealer: int
+    mode: str
+    commitment: str | None = None
+
+
+@_event("stake_posted")
+class StakePosted(Event):
+    seat: int
+    amount: int
+    reason: str  # "ante" | "dealer_ante"
+
+
+@_event("tiles_dealt")
+class TilesDealt(Event):
+    hands: tuple[tuple[Tile, ...], ...]
+    boneyard: tuple[Tile, ...]
+    ordered: bool = True  # False on recorded tables: the unseen tiles, order unknown
+    seed: str | None = None  # secret until seed_revealed; never shown while the hand is live
+
+
+@_event("trump_turned")
+class TrumpTurned(Event):
+    tile: Tile
+    trump: int
+    exposed_by: int
+
+
+@_event("player_decided")
+class PlayerDecided(Event):
+    seat: int
+    choice: str  # "play" | "miss" | "drop"
+    take_turn_up: bool = False
+    for_pool: bool = False
+
+
+@_event("miss_drawn")
+class MissDrawn(Event):
+    seat: int
+    tiles: tuple[Tile, ...]
+    put_out: tuple[Tile, ...]
+
+
+@_event("tiles_discarded")
+class TilesDiscarded(Event):
+    seat: int
+    tiles: tuple[Tile, ...]
+
+
+@_event("turn_up_taken")
+class TurnUpTaken(Event):
+    seat: int
+    tile: Tile
+
+
+@_event("tile_played")
+class TilePlayed(Event):
+    seat: int
+    tile: Tile
+    trick: int
+    suit: int | None = None  # the declared suit when this play leads the trick
+
+
+@_event("trick_won")
+class TrickWon(Event):
+    trick: int
+    seat: int
+    suit: int
+    plays: tuple[tuple[int, Tile], ...]
+
+
+@_event("hand_won_without_play")
+class HandWonWithoutPlay(Event):
+    seat: int
+    reason: str  # "all_dropped" (the dealer) | "one_left"
+
+
+@_event("hand_completed")
+class HandCompleted(Event):
+    tricks_won: tuple[int, ...]
+    looed: tuple[int, ...]
+    dropped: tuple[int, ...]
+    for_pool: bool = False
+
+
+@_event("seed_revealed")
+class SeedRevealed(Event):
+    seed: str
+    order: tuple[Tile, ...]
+
+
+@_event("tricks_paid")
+class TricksPaid(Event):
+    trick_value: int
+    payments: tuple[int, ...]  # chips from the pool to each seat
+    reason: str = "trick"  # "trick" | "pool_award"
+
+
+@_event("player_looed")
+class PlayerLooed(Event):
+    seat: int
+
+
+@_event("penalty_assessed")
+class PenaltyAssessed(Event):
+    seat: int
+    uncapped: int
+    cap: int | None
+    amount: int
+    mode: str
+
+
+@_event("points_scored")
+class PointsScored(Event):
+    deltas: tuple[tuple[int, int, str], ...]  # (seat, delta, reason)
+    totals: tuple[int, ...]
+
+
+@_event("hand_settled")
+class HandSettled(Event):
+    pool: int
+    balances: tuple[int, ...]
+    scores: tuple[int, ...]
+
+
+@_event("game_won")
+class GameWon(Event):
+    seat: int | None
+    scores: tuple[int, ...]
+    tied: tuple[int, ...] = ()
+
+
+@_event("table_closed")
+class TableClosed(Event):
+    leftover: int
+    abandoned_hand: int | None = None
+
+
+def _encode(field: str, value: Any) -> Any:
+    if value is None:
+        return None
+    if field in TILE_FIELDS:
+        return NAMES[value]
+    if field in TILE_LIST_FIELDS:
+        return [NAMES[t] for t in value]
+    if field == "hands":
+        return {str(s): [NAMES[t] for t in h] for s, h in enumerate(value)}
+    if field == "plays":
+        return [{"seat": s, "tile": NAMES[t]} for s, t in value]
+    if field in PER_SEAT_FIELDS:
+        return {str(s): v for s, v in enumerate(value)}
+    if field == "deltas":
+        return [{"seat": s, "delta": d, "reason": r} for s, d, r in value]
+    if field == "tied" or field == "looed" or field == "dropped":
+        return list(value)
+    return value
+
+
+def _per_seat(value: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(value[str(s)] for s in range(len(value)))
+
+
+def _decode(field: str, value: Any) -> Any:
+    if value is None:
+        return None
+    if field in TILE_FIELDS:
+        return parse_tile(value)
+    if field in TILE_LIST_FIELDS:
+        return tuple(parse_tile(t) for t in value)
+    if field == "hands":
+        return tuple(tuple(parse_tile(t) for t in h) for h in _per_seat(value))
+    if field == "plays":
+        return tuple((p["seat"], parse_tile(p["tile"])) for p in value)
+    if field in PER_SEAT_FIELDS:
+        return _per_seat(value)
+    if field == "deltas":
+        return tuple((d["seat"], d["delta"], d["reason"]) for d in value)
+    if field in ("tied", "looed", "dropped"):
+        return tuple(value)
+    return value
+
+
+def to_data(event: Event) -> dict[str, Any]:
+    """The JSON object stored for an event (its `data`)."""
+    return {f.name: _encode(f.name, getattr(event, f.name)) for f in fields(event)}
+
+
+def from_data(type_: str, data: dict[str, Any]) -> Event:
+    """Rebuild an event from its stored type and data."""
+    cls = REGISTRY[type_]
+    return cls(**{f.name: _decode(f.name, data[f.name]) for f in fields(cls) if f.name in data})

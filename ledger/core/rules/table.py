@@ -1,0 +1,333 @@
+"""The table across hands: dealer rotation, stakes, pool, balances, scores, game end (§2, §7-§9)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ledger.core import events as ev
+from ledger.core.errors import Invalid
+from ledger.core.rules import hand as hd
+from ledger.core.rules.actions import Action
+from ledger.core.rules.deal import commitment, deal, lots, shuffle
+from ledger.core.rules.decide import decide as decide_hand
+from ledger.core.rules.frozen import build
+from ledger.core.rules.options import Options, make_options
+from ledger.core.rules.results import result_events
+from ledger.core.rules.scoring import initial_scores
+from ledger.core.rules.scoring import settle as settle_hand
+from ledger.core.rules.tiles import Tile
+
+
+@dataclass(frozen=True)
+class Table:
+    """Full-information state of a table: the fold of all its events."""
+
+    opts: Options
+    names: tuple[str, ...] = ()
+    bots: tuple[str | None, ...] = ()
+    tokens: dict | None = None
+    dealer: int | None = None
+    hand: hd.Hand | None = None
+    settled: bool = True
+    pool: int = 0
+    balances: tuple[int, ...] = ()
+    scores: tuple[int, ...] = ()
+    tricks_total: tuple[int, ...] = ()
+    status: str = "playing"  # playing | finished | closed
+    winner: int | None = None
+    tied: tuple[int, ...] = ()
+    seed: str | None = None  # the live hand's seed: secret until revealed
+
+    @property
+    def players(self) -> int:
+        return self.opts.players
+
+    @property
+    def live(self) -> bool:
+        """A hand is being played (not yet complete)."""
+        return self.hand is not None and self.hand.phase != "complete"
+
+
+# ---- decisions at table level --------------------------------------------------------------
+
+def create(opts: Options, seats: list[tuple[str, str | None]], first_dealer: Any,
+           tokens: dict, lots_seed: bytes) -> list[ev.Event]:
+    """table_created, one seat_filled per seat, dealer_chosen (named or by lots, §2)."""
+    if len(seats) != opts.players:
+        raise Invalid("invalid_option", "seats must list 2, 3 or 4 players", field="seats")
+    out: list[ev.Event] = [ev.TableCreated(variant=opts.variant, scoring=opts.scoring,
+                                           deal=opts.deal, players=opts.players,
+                                           options=opts.to_dict(), first_dealer=first_dealer,
+                                           tokens=tokens)]
+    out += [ev.SeatFilled(seat=i, name=n, bot=b) for i, (n, b) in enumerate(seats)]
+    if first_dealer == "lots":
+        draws, winner = lots(lots_seed, opts.players)
+        out.append(ev.DealerChosen(seat=winner, method="lots", draws=tuple(draws),
+                                   seed=lots_seed.hex()))
+    elif isinstance(first_dealer, int) and not isinstance(first_dealer, bool) \
+            and 0 <= first_dealer < opts.players:
+        out.append(ev.DealerChosen(seat=first_dealer, method="named"))
+    else:
+        raise Invalid("invalid_option", f"first_dealer must be a seat 0..{opts.players - 1} "
+                      'or "lots"', field="first_dealer")
+    return out
+
+
+def start_hand(t: Table, *, seed: bytes | None = None,
+               recorded: tuple[tuple[tuple[Tile, ...], ...], Tile] | None = None,
+               result: dict[str, Any] | None = None) -> list[ev.Event]:
+    """hand_started, the stakes (§8.1) and the deal (or, on results tables, the result)."""
+    _check_open(t)
+    if not t.settled:
+        raise Invalid("hand_in_progress", f"hand {t.hand.number if t.hand else 0} is not "
+                       "settled yet: finish it first", rule="7")
+    assert t.dealer is not None
+    number = (t.hand.number if t.hand else 0) + 1
+    mode = t.opts.deal
+    out: list[ev.Event] = [ev.HandStarted(number=number, dealer=t.dealer, mode=mode,
+                                          commitment=commitment(seed) if seed else None)]
+    pool = t.pool
+    if t.opts.scoring == "pool":
+        for e in stakes(t):
+            out.append(e)
+            pool += e.amount
+    h = hd.new_hand(number, t.dealer, t.opts, mode, pool, out[0].commitment)
+    if mode == "shuffled":
+        assert seed is not None
+        d = deal(shuffle(seed), t.players, t.dealer)
+        dealt = hd.deal_events(h, d.hands, d.turn_up, d.boneyard, ordered=True,
+                               seed=seed.hex())
+        return out + dealt
+    if mode == "recorded":
+        assert recorded is not None
+        hands, turn_up = recorded
+        seen = {t for hand in hands for t in hand} | {turn_up}
+        unseen = tuple(x for x in range(28) if x not in seen)
+        return out + hd.deal_events(h, hands, turn_up, unseen, ordered=False)
+    assert result is not None
+    return out + result_events(h, result)
+
+
+def stakes(t: Table) -> list[ev.StakePosted]:
+    """§8.1: an empty pool takes an ante from everyone plus the dealer's ante; else the dealer's."""
+    assert t.dealer is not None
+    out = []
+    if t.pool == 0:
+        for k in range(t.players):
+            seat = (t.dealer + 1 + k) % t.players
+            if t.opts.ante:
+                out.append(ev.StakePosted(seat=seat, amount=t.opts.ante, reason="ante"))
+    if t.opts.dealer_ante:
+        out.append(ev.StakePosted(seat=t.dealer, amount=t.opts.dealer_ante,
+                                  reason="dealer_ante"))
+    return out
+
+
+def act(t: Table, action: Action) -> list[ev.Event]:
+    """A seat's action in the live hand; the seed is revealed when it completes (§10)."""
+    if t.status != "playing":
+        _check_open(t)
+    h = t.hand
+    if h is None or h.phase == "complete":
+        raise Invalid("no_live_hand", "no hand is being played at this table: start one",
+                       rule="7")
+    out = decide_hand(h, action)
+    if t.seed and isinstance(out[-1], ev.HandCompleted):  # hand_completed comes last
+        out.append(ev.SeedRevealed(seed=t.seed, order=tuple(shuffle(bytes.fromhex(t.seed)))))
+    return out
+
+
+def settle(t: Table) -> list[ev.Event]:
+    """§8/§9: pay the tricks and the loo penalties, or score points; maybe the game is won."""
+    if t.hand is None or t.hand.phase != "complete" or t.settled:
+        raise Invalid("nothing_to_settle", "no complete hand is waiting to be settled")
+    return settle_hand(t.opts, t.hand, t.pool, t.balances, t.scores)
+
+
+def needs_settlement(t: Table) -> bool:
+    return t.hand is not None and t.hand.phase == "complete" and not t.settled
+
+
+def close(t: Table) -> list[ev.Event]:
+    """§8.8: the players close the game; a non-empty pool is reported as left over."""
+    if t.status == "closed":
+        raise Invalid("table_closed", "the table is already closed")
+    abandoned = t.hand.number if t.hand is not None and not t.settled else None
+    out: list[ev.Event] = []
+    if t.seed:  # §10: an abandoned hand is over too: its deal can be checked and opened
+        out.append(ev.SeedRevealed(seed=t.seed, order=tuple(shuffle(bytes.fromhex(t.seed)))))
+    return out + [ev.TableClosed(leftover=t.pool, abandoned_hand=abandoned)]
+
+
+def _check_open(t: Table) -> None:
+    if t.status != "playing":
+        raise Invalid(f"table_{t.status}", f"the table is {t.status}: no more hands")
+
+
+# ---- evolve -------------------------------------------------------------------------------
+
+_new = object.__new__
+
+
+class Draft:
+    """A mutable copy of a Table's fields (its hand drafted on demand), frozen by `_freeze`."""
+
+    opts: Options
+    names: tuple[str, ...]
+    bots: tuple[str | None, ...]
+    tokens: dict | None
+    dealer: int | None
+    hand: hd.Hand | hd.Draft | None
+    settled: bool
+    pool: int
+    balances: tuple[int, ...]
+    scores: tuple[int, ...]
+    tricks_total: tuple[int, ...]
+    status: str
+    winner: int | None
+    tied: tuple[int, ...]
+    seed: str | None
+
+    @property
+    def players(self) -> int:
+        return self.opts.players
+
+    def drafted(self) -> hd.Draft:
+        """The hand, as a draft that events may change."""
+        h = self.hand
+        assert h is not None
+        if type(h) is not hd.Draft:
+            h = self.hand = hd.draft(h)  # type: ignore[arg-type]
+        return h  # type: ignore[return-value]
+
+
+def _created(t: Draft, e: ev.TableCreated) -> None:
+    n = e.players
+    t.opts = opts = make_options(e.variant, e.scoring, n, e.options, e.deal)
+    t.tokens, t.names, t.bots = e.tokens, ("",) * n, (None,) * n
+    t.balances, t.scores, t.tricks_total = (0,) * n, initial_scores(opts), (0,) * n
+
+
+def _seat(t: Draft, e: ev.SeatFilled) -> None:
+    t.names = hd._set(t.names, e.seat, e.name)
+    t.bots = hd._set(t.bots, e.seat, e.bot)
+
+
+def _dealer(t: Draft, e: ev.DealerChosen) -> None:
+    t.dealer = e.seat
+
+
+def _hand_started(t: Draft, e: ev.HandStarted) -> None:
+    t.hand = hd.new_hand(e.number, e.dealer, t.opts, e.mode, t.pool, e.commitment)
+    t.settled, t.dealer, t.seed = False, e.dealer, None
+
+
+def _stake(t: Draft, e: ev.StakePosted) -> None:
+    t.pool = pool = t.pool + e.amount
+    if t.hand is not None:
+        t.drafted().pool_at_start = pool
+    t.balances = hd._set(t.balances, e.seat, t.balances[e.seat] - e.amount)
+
+
+def _dealt(t: Draft, e: ev.TilesDealt) -> None:
+    hd._dealt(t.drafted(), e)
+    t.seed = e.seed
+
+
+def _completed(t: Draft, e: ev.HandCompleted) -> None:
+    hd._completed(t.drafted(), e)
+    t.tricks_total = tuple(a + b for a, b in zip(t.tricks_total, e.tricks_won, strict=True))
+
+
+def _seed_revealed(t: Draft, e: ev.SeedRevealed) -> None:
+    t.seed = None
+
+
+def _paid(t: Draft, e: ev.TricksPaid) -> None:
+    t.balances = tuple(b + x for b, x in zip(t.balances, e.payments, strict=True))
+    t.pool -= sum(e.payments)
+
+
+def _penalty(t: Draft, e: ev.PenaltyAssessed) -> None:
+    t.pool += e.amount
+    t.balances = hd._set(t.balances, e.seat, t.balances[e.seat] - e.amount)
+
+
+def _scored(t: Draft, e: ev.PointsScored) -> None:
+    t.scores = e.totals
+
+
+def _settled(t: Draft, e: ev.HandSettled) -> None:
+    assert t.hand is not None
+    t.settled, t.scores, t.dealer = True, e.scores, (t.hand.dealer + 1) % t.players
+
+
+def _won(t: Draft, e: ev.GameWon) -> None:
+    t.status, t.winner, t.tied = "finished", e.seat, e.tied
+
+
+def _closed(t: Draft, e: ev.TableClosed) -> None:
+    t.status = "closed"
+
+
+EVOLVE: dict[type, Any] = {
+    ev.TableCreated: _created,
+    ev.SeatFilled: _seat,
+    ev.DealerChosen: _dealer,
+    ev.HandStarted: _hand_started,
+    ev.StakePosted: _stake,
+    ev.TilesDealt: _dealt,
+    ev.HandCompleted: _completed,
+    ev.SeedRevealed: _seed_revealed,
+    ev.TricksPaid: _paid,
+    ev.PenaltyAssessed: _penalty,
+    ev.PointsScored: _scored,
+    ev.HandSettled: _settled,
+    ev.GameWon: _won,
+    ev.TableClosed: _closed,
+}
+_HAND_ONLY = {k: fn for k, fn in hd.EVOLVE.items() if k not in EVOLVE}
+_HAND_DRAFT = hd.Draft
+
+
+def evolve(t: Table, e: ev.Event) -> Table:
+    """Apply one event to the table."""
+    return replay((e,), t)
+
+
+def replay(events: Iterable[ev.Event], table: Table | None = None) -> Table:
+    """Fold events into a table state (from scratch, or on top of `table`)."""
+    t = table if table is not None else Table(opts=Options())
+    d = None  # the table, drafted at its first table-level event
+    h = None  # the hand, drafted at its first hand-level event
+    for e in events:
+        fn = _HAND_ONLY.get(type(e))
+        if fn is not None:
+            if h is None:
+                held = t.hand if d is None else d.hand
+                if held is None:
+                    continue
+                h = _new(_HAND_DRAFT)
+                h.__dict__ = held.__dict__.copy()
+                if d is not None:
+                    d.hand = h
+            fn(h, e)
+            continue
+        fn = EVOLVE.get(type(e))
+        if fn is not None:
+            if d is None:
+                d = _new(Draft)
+                d.__dict__ = t.__dict__.copy()
+                if h is not None:
+                    d.hand = h
+            fn(d, e)  # may start a new hand, or draft the hand (d.drafted())
+            h = d.hand if type(d.hand) is _HAND_DRAFT else None  # type: ignore[assignment]
+    if d is None:
+        if h is None:
+            return t
+        return build(Table, t.__dict__ | {"hand": build(hd.Hand, h.__dict__)})
+    if h is not None:
+        d.hand = build(hd.Hand, h.__dict__)
+    return build(Table, d.__dict__)
