@@ -235,7 +235,7 @@ def db_upgrade() -> None:
 # ---- bench -------------------------------------------------------------------------------
 @main.group(short_help="Benchmarks (see make bench).")
 def bench() -> None:
-    """Benchmarks, from a checkout (pip install -e '.[bench]' adds the reference implementations)."""
+    """Benchmarks, from a checkout (pip install -e '.[bench]' adds the reference programs)."""
 
 
 def bench_module(name: str) -> Any:
