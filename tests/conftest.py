@@ -52,7 +52,11 @@ def redis_url() -> Iterator[str]:
         _unavailable("Redis", err)
     # Claim an empty db number atomically, so parallel runs never share one and no db that
     # holds anything (a developer's queue, another program's data) is ever flushed.
-    for db in range(1, 16):
+    try:
+        dbs = int(probe.config_get("databases").get("databases", 16))
+    except Exception:  # noqa: BLE001 - CONFIG may be disabled: assume Redis's default
+        dbs = 16
+    for db in range(1, dbs):
         claim = redis.Redis.from_url(f"{REDIS_BASE_URL}/{db}")
         if claim.dbsize() != 0 or not claim.set("loo:test-claim", str(os.getpid()),
                                                   nx=True, ex=3600):
@@ -65,5 +69,5 @@ def redis_url() -> Iterator[str]:
         finally:
             claim.flushdb()
         return
-    pytest.fail("no empty Redis db number (1..15) for this test session: the tests flush only "
+    pytest.fail("no empty Redis db number (1..databases-1) for this test session: the tests flush only "
                 "an empty one; empty one you do not need (redis-cli -n N flushdb)")
