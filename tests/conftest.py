@@ -69,5 +69,5 @@ def redis_url() -> Iterator[str]:
         finally:
             claim.flushdb()
         return
-    pytest.fail("no empty Redis db number (1..databases-1) for this test session: the tests flush only "
-                "an empty one; empty one you do not need (redis-cli -n N flushdb)")
+    pytest.fail("no empty Redis db number (1..databases-1) for this test session: the tests "
+                "flush only an empty one; empty one you do not need (redis-cli -n N flushdb)")

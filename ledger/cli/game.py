@@ -299,8 +299,31 @@ def play_cmd(players: int, variant: str, scoring: str | None, bot: str, name: st
     except KeyboardInterrupt:
         click.echo()
         ending, status = "interrupted", 130
-    _finish(led, table_id, ending)
+    except BrokenPipeError:
+        # The reader left (`loo play | head`): close the table like a quit, with nothing
+        # more to print and the status of a process whose pipe closed (128 + SIGPIPE).
+        _silence_stdout()
+        ending, status = "output closed", 141
+    try:
+        _finish(led, table_id, ending)
+    except BrokenPipeError:
+        _silence_stdout()
+        _finish(led, table_id, ending)
+        status = status or 141
     sys.exit(status)
+
+
+def _silence_stdout() -> None:
+    """Send what is left to print to /dev/null: the pipe it went to is closed."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # not a real file descriptor (a test runner's buffer)
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives until exit
+    finally:
+        os.close(devnull)
 
 
 def _play(led: Ledger, table_id: str, max_hands: int) -> str:

@@ -367,3 +367,34 @@ def test_replay_and_audit_of_a_table_id_that_is_not_utf8_say_no_such_table(env):
         assert result.exit_code == 1, result.output
         assert isinstance(result.exception, SystemExit), result.exception
         assert "no table" in result.output
+
+
+def test_play_piped_into_a_reader_that_leaves_closes_the_table_quietly(tmp_path):
+    """`loo play | head -n 3`: the reader closes the pipe; the table is closed, no traceback."""
+    import os
+    import subprocess
+    import sys
+
+    url = f"sqlite:///{tmp_path}/cli.db"
+    env = {**os.environ, "DATABASE_URL": url}
+    env.pop("REDIS_URL", None)
+    play = subprocess.Popen(
+        [sys.executable, "-c", "from ledger.cli.main import main; main()", "play",
+         "--players", "3", "--hands", "50"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert play.stdout is not None and play.stdin is not None
+    first = play.stdout.readline()
+    play.stdout.close()  # the reader leaves after one line
+    try:
+        play.stdin.write(b"1\n" * 400)
+        play.stdin.close()
+    except BrokenPipeError:
+        pass
+    err = play.stderr.read().decode() if play.stderr else ""
+    status = play.wait(timeout=60)
+    assert status == 141, (status, err)
+    assert "Traceback" not in err and err == "", err
+    table_id = _table_id(first.decode())
+    [t_status] = [e.data for e in _store({"DATABASE_URL": url}).load(table_id)
+                  if e.type == "table_closed"]
+    assert t_status is not None
