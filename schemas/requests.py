@@ -147,4 +147,6 @@ class EventsQuery(Schema):
 
 
 class ReplayQuery(Schema):
-    step = fields.Integer(load_default=0, validate=validate.Range(min=0))
+    """`step`: an integer from 0 to the hand's `steps` (checked against the hand); default 0."""
+
+    step = fields.Integer(strict=False, load_default=0, validate=validate.Range(min=0))

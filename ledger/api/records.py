@@ -12,7 +12,7 @@ from ledger.api.blueprint import Blueprint
 from ledger.app.audit import audit
 from ledger.app.projector import chip_ledger, project, score_sheet
 from ledger.app.views import Viewer, hand_view, live_hand, redact
-from ledger.core.errors import Forbidden, NotFound
+from ledger.core.errors import Forbidden, Invalid, NotFound
 from schemas.requests import EventsQuery, ReplayQuery
 from schemas.responses import AuditOut, EventsOut, HandRecordOut, LedgerOut, ReplayOut
 
@@ -69,7 +69,11 @@ class Replay(MethodView):
         viewer = viewer_for(p)
         if not viewer.admin and live_hand(p.table) == number:
             raise Forbidden("hand_live", "replay opens once the hand is complete")
-        step = min(query["step"], len(mine))
+        step = query["step"]
+        if step > len(mine):  # API.md "Hands": out of range is a 422, never clamped
+            raise Invalid("step_out_of_range", f"step must be an integer from 0 to "
+                          f"{len(mine)} (the events of hand {number}); got {step}",
+                          field="step", steps=len(mine))
         state = project(before + mine[:step]).table
         admin = Viewer(admin=True)
         # The live hand's seed stays secret until revealed, here as in /events.
