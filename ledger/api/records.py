@@ -13,8 +13,15 @@ from ledger.app.audit import audit
 from ledger.app.projector import chip_ledger, project, score_sheet
 from ledger.app.views import Viewer, hand_view, live_hand, redact
 from ledger.core.errors import Forbidden, Invalid, NotFound
-from schemas.requests import EventsQuery, ReplayQuery
-from schemas.responses import AuditOut, EventsOut, HandRecordOut, LedgerOut, ReplayOut
+from schemas.requests import EventsQuery, ListQuery, ReplayQuery
+from schemas.responses import (
+    AuditOut,
+    CheckpointsOut,
+    EventsOut,
+    HandRecordOut,
+    LedgerOut,
+    ReplayOut,
+)
 
 blp = Blueprint("records", __name__, url_prefix="/v1/tables",
                 description="The record: hands, step-by-step replay, events, ledger, audit.")
@@ -131,4 +138,20 @@ class Audit(MethodView):
         led = ledger()
         p = led.load(table_id)
         require_admin(viewer_for(p))
-        return audit(led.store.load(table_id, up_to_version=p.version), p)
+        return audit(led.store.load(table_id, up_to_version=p.version), p,
+                     led.checkpoints(table_id), led.signer.private.public_key())
+
+
+@blp.route("/<table_id>/checkpoints")
+class Checkpoints(MethodView):
+    @blp.arguments(ListQuery, location="query")
+    @blp.response(200, CheckpointsOut)
+    def get(self, query: dict[str, Any], table_id: str) -> Any:
+        """The table's signed checkpoints, oldest first: one after every settled hand."""
+        led = ledger()
+        viewer_for(led.cached(table_id) or led.load(table_id))
+        after = int(query["cursor"][1:]) if query["cursor"] else 0
+        found = [cp for cp in led.checkpoints(table_id) if cp["version"] > after]
+        page = found[: query["limit"]]
+        more = len(found) > len(page)
+        return {"items": page, "next": f"v{page[-1]['version']}" if more else None}

@@ -27,7 +27,7 @@ def _ledger() -> Ledger:
     container = bootstrap(Settings.from_env())  # checks every variable, as other commands do
     if container.queue is not None:
         container.queue.connection.close()
-    return Ledger(container.store)
+    return Ledger(container.store, signer=container.ledger.signer)
 
 
 # ---- the seat's view ---------------------------------------------------------------------
