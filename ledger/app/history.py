@@ -110,7 +110,9 @@ def hand_document(table_id: str, before: tb.Table, stored: Sequence[Any],
         "boneyard": ([NAMES[x] for x in dealt.boneyard] if dealt and dealt.ordered else None),
         "turn_up": NAMES[turned.tile] if turned else None,
         "trump": turned.trump if turned else None,
-        "actions": [action_json(a) for a in actions_of(decoded, h.ordered)],
+        # results hands have no moves: their decisions and tricks are the result
+        "actions": [action_json(a) for a in actions_of(decoded, h.ordered)]
+        if started.mode != "results" else [],
         "tricks": [{"trick": i + 1, "leader": tr.leader, "suit": tr.suit,
                     "plays": [{"seat": s, "tile": NAMES[x]} for s, x in tr.plays],
                     "winner": tr.winner} for i, tr in enumerate(h.tricks)],
