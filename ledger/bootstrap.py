@@ -22,7 +22,9 @@ DATABASE_SCHEMES = ("sqlite", "postgresql", "postgres", "memory")  # memory: tes
 REDIS_SCHEMES = ("redis", "rediss", "unix")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 # Every variable Settings reads; docker-compose.yml and the README are tested against it.
-ENV_VARS = ("DATABASE_URL", "REDIS_URL", "LOO_QUEUE_PREFIX", "LOO_LOG_LEVEL")
+ENV_VARS = ("DATABASE_URL", "REDIS_URL", "LOO_QUEUE_PREFIX", "LOO_LOG_LEVEL",
+            "LOO_CHECKPOINT_KEY", "LOO_CHECKPOINT_KEY_FILE")
+DEFAULT_KEY_FILE = "loo-checkpoint.key"  # PostgreSQL without a key: in the working directory
 _DB_HINT = "use postgresql://user@host:5432/db or sqlite:///path/loo.db; unset means ./loo.db"
 
 
@@ -51,6 +53,8 @@ class Settings:
     redis_url: str | None = None
     queue_name: str = "loo"
     log_level: str = "INFO"
+    checkpoint_key: str | None = None
+    checkpoint_key_file: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> Settings:
@@ -75,7 +79,18 @@ class Settings:
         level = (env["LOO_LOG_LEVEL"] or "INFO").upper()
         if level not in LOG_LEVELS:
             raise ConfigError(f"LOO_LOG_LEVEL: {level!r} is not one of {', '.join(LOG_LEVELS)}")
-        return cls(database_url=db, redis_url=redis_url, queue_name=queue, log_level=level)
+        key = env["LOO_CHECKPOINT_KEY"] or None
+        if key is not None:
+            from ledger.app.checkpoints import parse_key
+
+            try:
+                parse_key(key)
+            except ValueError as err:
+                raise ConfigError(f"LOO_CHECKPOINT_KEY: {err} (an Ed25519 private key seed; "
+                                  "e.g. python -c 'import os; print(os.urandom(32).hex())')"
+                                  ) from None
+        return cls(database_url=db, redis_url=redis_url, queue_name=queue, log_level=level,
+                   checkpoint_key=key, checkpoint_key_file=env["LOO_CHECKPOINT_KEY_FILE"] or None)
 
 
 def _check_scheme(var: str, url: str, schemes: tuple[str, ...], hint: str) -> None:
@@ -139,6 +154,34 @@ def open_database(settings: Settings, *, upgrade: bool = True) -> EventStore:
     return store
 
 
+def checkpoint_signer(settings: Settings) -> Any:
+    """The checkpoint key, never stored in the database: LOO_CHECKPOINT_KEY, else the key
+    file LOO_CHECKPOINT_KEY_FILE, else a key file made on first start beside the SQLite
+    file (`loo.db.checkpoint-key`) or, on PostgreSQL, ./loo-checkpoint.key (every process
+    must share one key: set the variable, or point them at one file)."""
+    from ledger.app.checkpoints import Signer, parse_key
+
+    if settings.checkpoint_key:
+        return Signer.from_seed(parse_key(settings.checkpoint_key))
+    url = settings.database_url
+    path = settings.checkpoint_key_file
+    if path is None:
+        if url.startswith("memory:"):
+            return Signer.generate()
+        if url.startswith("sqlite:"):
+            db = url.split(":", 1)[1].removeprefix("///")
+            path = f"{db}.checkpoint-key" if db and db != ":memory:" else None
+            if path is None:
+                return Signer.generate()
+        else:
+            path = DEFAULT_KEY_FILE
+    try:
+        return Signer.from_file(path, create=True)
+    except (OSError, ValueError) as err:
+        raise ConfigError(f"LOO_CHECKPOINT_KEY_FILE: cannot use {path!r} as the checkpoint "
+                          f"key ({one_line(err)})") from err
+
+
 def connect_queue(settings: Settings) -> Queue | None:
     """The RQ queue at REDIS_URL (checked with a ping), or None for in-process jobs."""
     if settings.redis_url is None:
@@ -168,7 +211,12 @@ def bootstrap(settings: Settings, *, upgrade: bool = True) -> Container:
         store.close()
         raise
     dispatcher: Any = RqDispatcher(queue) if queue is not None else InlineDispatcher()
-    ledger = Ledger(store, dispatcher)
+    try:
+        signer = checkpoint_signer(settings)
+    except ConfigError:
+        store.close()
+        raise
+    ledger = Ledger(store, dispatcher, signer=signer)
     if queue is None:
         dispatcher.bind(ledger=ledger)  # in-process jobs use this ledger, not a new one
     return Container(settings, store, queue, dispatcher, ledger)

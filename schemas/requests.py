@@ -147,4 +147,13 @@ class EventsQuery(Schema):
 
 
 class ReplayQuery(Schema):
-    step = fields.Integer(load_default=0, validate=validate.Range(min=0))
+    """`step`: an integer from 0 to the hand's `steps` (checked against the hand); default 0."""
+
+    step = fields.Integer(strict=False, load_default=0, validate=validate.Range(min=0))
+
+
+class ListQuery(Schema):
+    """API.md "Lists": `limit` 1-500 (default 50) and an opaque `cursor`."""
+
+    limit = fields.Integer(load_default=50, validate=validate.Range(min=1, max=500))
+    cursor = fields.String(load_default=None, validate=validate.Regexp(r"^v[0-9]{1,10}$"))

@@ -172,6 +172,30 @@ class ChecksOut(Open):
     chips_conserved = fields.Raw(metadata=CHECK, required=True)
     plays_legal = fields.Raw(metadata=CHECK, required=True)
     deals_match_commitments = fields.Raw(metadata=CHECK, required=True)
+    checkpoints = fields.Raw(metadata=CHECK, required=True)
+
+
+class CheckpointOut(Open):
+    table = fields.String(required=True)
+    version = fields.Integer(required=True)
+    hash = fields.String(required=True)
+    at = fields.String(required=True)
+    signature = fields.String(required=True, metadata={
+        "description": "base64 Ed25519 signature over the canonical JSON (keys sorted, "
+                       "separators , and :, UTF-8) of {table, version, hash, at}"})
+    alg = fields.String()
+    key_id = fields.String()
+
+
+class CheckpointsOut(Open):
+    items = fields.List(fields.Nested(CheckpointOut), required=True)
+    next = fields.String(allow_none=True, required=True)
+
+
+class CheckpointKeyOut(Open):
+    alg = fields.String(required=True)
+    public_key = fields.String(required=True, metadata={"description": "base64, 32 bytes"})
+    key_id = fields.String(required=True)
 
 
 class AuditOut(Open):
@@ -193,3 +217,14 @@ class ProblemOut(Open):
     detail = fields.String()
     code = fields.String()
     rule = fields.String()
+
+
+class HandHistoryOut(Open):
+    """A loo-hh 1.0 file; its JSON Schema is served at /v1/schemas/loo-hh-1.0.json."""
+
+    format = fields.String(required=True)
+    spec_version = fields.String(required=True)
+    table = fields.Dict(required=True)
+    hand = fields.Dict(required=True)
+    events = fields.List(fields.Dict(), required=True)
+    checkpoint = fields.Dict()

@@ -12,9 +12,16 @@ from ledger.api.blueprint import Blueprint
 from ledger.app.audit import audit
 from ledger.app.projector import chip_ledger, project, score_sheet
 from ledger.app.views import Viewer, hand_view, live_hand, redact
-from ledger.core.errors import Forbidden, NotFound
-from schemas.requests import EventsQuery, ReplayQuery
-from schemas.responses import AuditOut, EventsOut, HandRecordOut, LedgerOut, ReplayOut
+from ledger.core.errors import Forbidden, Invalid, NotFound
+from schemas.requests import EventsQuery, ListQuery, ReplayQuery
+from schemas.responses import (
+    AuditOut,
+    CheckpointsOut,
+    EventsOut,
+    HandRecordOut,
+    LedgerOut,
+    ReplayOut,
+)
 
 blp = Blueprint("records", __name__, url_prefix="/v1/tables",
                 description="The record: hands, step-by-step replay, events, ledger, audit.")
@@ -69,7 +76,11 @@ class Replay(MethodView):
         viewer = viewer_for(p)
         if not viewer.admin and live_hand(p.table) == number:
             raise Forbidden("hand_live", "replay opens once the hand is complete")
-        step = min(query["step"], len(mine))
+        step = query["step"]
+        if step > len(mine):  # API.md "Hands": out of range is a 422, never clamped
+            raise Invalid("step_out_of_range", f"step must be an integer from 0 to "
+                          f"{len(mine)} (the events of hand {number}); got {step}",
+                          field="step", steps=len(mine))
         state = project(before + mine[:step]).table
         admin = Viewer(admin=True)
         # The live hand's seed stays secret until revealed, here as in /events.
@@ -127,4 +138,20 @@ class Audit(MethodView):
         led = ledger()
         p = led.load(table_id)
         require_admin(viewer_for(p))
-        return audit(led.store.load(table_id, up_to_version=p.version), p)
+        return audit(led.store.load(table_id, up_to_version=p.version), p,
+                     led.checkpoints(table_id), led.signer.private.public_key())
+
+
+@blp.route("/<table_id>/checkpoints")
+class Checkpoints(MethodView):
+    @blp.arguments(ListQuery, location="query")
+    @blp.response(200, CheckpointsOut)
+    def get(self, query: dict[str, Any], table_id: str) -> Any:
+        """The table's signed checkpoints, oldest first: one after every settled hand."""
+        led = ledger()
+        viewer_for(led.cached(table_id) or led.load(table_id))
+        after = int(query["cursor"][1:]) if query["cursor"] else 0
+        found = [cp for cp in led.checkpoints(table_id) if cp["version"] > after]
+        page = found[: query["limit"]]
+        more = len(found) > len(page)
+        return {"items": page, "next": f"v{page[-1]['version']}" if more else None}

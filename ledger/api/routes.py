@@ -10,9 +10,9 @@ PROBLEM = "application/problem+json"
 
 
 def register(api: Api) -> None:
-    from ledger.api import play, records, tables
+    from ledger.api import history, play, published, records, tables
 
-    for module in (tables, play, records):
+    for module in (tables, play, records, history, published):
         api.register_blueprint(module.blp)
     document_problems(api)
 

@@ -6,6 +6,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
+from ledger.app.checkpoints import reaches
 from ledger.app.projector import Projection, chip_ledger, decode, project
 from ledger.core import events as ev
 from ledger.core.errors import LedgerError
@@ -17,8 +18,13 @@ from ledger.store.base import StoredEvent
 from ledger.store.hashing import verify_chain
 
 
-def audit(stored: Sequence[StoredEvent], live: Projection | None = None) -> dict[str, Any]:
-    """Every check is True or a sentence naming the first failure."""
+def audit(stored: Sequence[StoredEvent], live: Projection | None = None,
+          checkpoints: Sequence[dict[str, Any]] = (), key: Any = None) -> dict[str, Any]:
+    """Every check is True or a sentence naming the first failure.
+
+    `checkpoints` are the table's signed heads and `key` the public key they are checked
+    with: the log must still reach the latest one with the hash it names (API.md).
+    """
     unreadable = _unreadable(stored)
     checks: dict[str, Any] = {
         "hash_chain": _guarded(unreadable, lambda: verify_chain(list(stored)) or True),
@@ -27,6 +33,8 @@ def audit(stored: Sequence[StoredEvent], live: Projection | None = None) -> dict
         "chips_conserved": _guarded(unreadable, _chips, stored),
         "plays_legal": _guarded(unreadable, _legal, stored),
         "deals_match_commitments": _guarded(unreadable, _deals, stored),
+        "checkpoints": (reaches(stored, checkpoints, key) or True) if key is not None
+        else True,
     }
     return {"ok": all(v is True for v in checks.values()), "events": len(stored),
             "checks": checks}

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ledger.app import handlers
+from ledger.app.checkpoints import Signer, settled_heads
 from ledger.app.projector import Projection, fold, project
 from ledger.core import commands as c
 from ledger.core import events as ev
@@ -73,8 +74,11 @@ class Ledger:
     """Application service shared by the API, the workers, the CLI and the tests."""
 
     def __init__(self, store: EventStore, dispatcher: Dispatcher | None = None,
-                 seeds: Callable[[], bytes] = lambda: os.urandom(32)) -> None:
+                 seeds: Callable[[], bytes] = lambda: os.urandom(32),
+                 signer: Signer | None = None) -> None:
         self.store = store
+        # Without a configured key (unit tests) checkpoints are signed with a key of this run.
+        self.signer = signer or Signer.generate()
         self.dispatcher = dispatcher
         self.seeds = seeds
         self._cache: dict[str, Projection] = {}
@@ -208,6 +212,7 @@ class Ledger:
         stored = self.store.append(table_id, new, version, idempotency_key=idempotency_key,
                                    request_hash=request_hash)
         self._remember(table_id, proj)
+        self.publish_checkpoints(table_id, stored)
         return Outcome(version + 1, stored, proj)
 
     def _follow_ups(self, p: Projection, max_steps: int = MAX_STEPS,
@@ -254,6 +259,23 @@ class Ledger:
                                 data=ev.to_data(e), causation=causation))
         return out
 
+    # ---- checkpoints ----------------------------------------------------------------------
+    def publish_checkpoints(self, table_id: str, stored: Sequence[StoredEvent]) -> None:
+        """Sign and keep the head after each hand these events settle (API.md "Checkpoints").
+
+        Kept beside the events, not among them: deleting a table's last events then leaves
+        the checkpoint naming them, and the audit fails (a process that dies between the
+        append and this keeps its events; the next hand's checkpoint covers them).
+        """
+        for head in settled_heads(stored):
+            self.store.save_checkpoint(table_id, head.version,
+                                       self.signer.sign(table_id, head.version, head.hash))
+
+    def checkpoints(self, table_id: str, up_to_version: int | None = None) -> list[dict[str, Any]]:
+        """The table's checkpoints, oldest first."""
+        return [cp for cp in self.store.checkpoints(table_id)
+                if up_to_version is None or cp["version"] <= up_to_version]
+
     # ---- follow-up jobs -------------------------------------------------------------------
     def dispatch(self, table_id: str, p: Projection | None = None) -> bool:
         """Enqueue the worker job this table waits on (a settlement or a bot), if any."""
@@ -280,10 +302,11 @@ class Ledger:
         new, after, failure = self._follow_ups(p, max_steps)
         if new:
             try:
-                self.store.append(table_id, new, p.version)
+                stored = self.store.append(table_id, new, p.version)
             except VersionConflict:
                 return "stale"
             self._remember(table_id, after)
+            self.publish_checkpoints(table_id, stored)
         if failure is not None:
             raise failure  # the steps before it stand; the job fails and is retried
         if handlers.next_command(after) is None:

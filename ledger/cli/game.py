@@ -27,7 +27,9 @@ def _ledger() -> Ledger:
     container = bootstrap(Settings.from_env())  # checks every variable, as other commands do
     if container.queue is not None:
         container.queue.connection.close()
-    return Ledger(container.store)
+    led = Ledger(container.store)
+    led.signer = container.ledger.signer  # checkpoints signed with the deployment's key
+    return led
 
 
 # ---- the seat's view ---------------------------------------------------------------------

@@ -26,6 +26,8 @@ LAZY_COMMANDS = {
     "play": "ledger.cli.game:play_cmd",
     "replay": "ledger.cli.record:replay_cmd",
     "audit": "ledger.cli.record:audit_cmd",
+    "verify": "ledger.cli.history:verify_cmd",
+    "export": "ledger.cli.history:export_cmd",
 }
 
 

@@ -261,9 +261,17 @@ def _told(table_id: str, stored: Sequence[StoredEvent], hand: int, live: bool,
 def audit_cmd(table_id: str) -> None:
     """Audit TABLE_ID: hash chain, replay, chips, legality, deals; exit 1 on any failure."""
     from ledger.app.audit import audit
+    from ledger.bootstrap import Settings, checkpoint_signer
 
     stored = _events_of(table_id)
-    result = audit(stored)
+    settings = Settings.from_env()
+    store = _store()
+    try:
+        checkpoints = store.checkpoints(table_id)
+    finally:
+        store.close()
+    key = checkpoint_signer(settings).private.public_key()
+    result = audit(stored, checkpoints=checkpoints, key=key)
     for name, verdict in result["checks"].items():
         click.echo(f"{name:<24} {'ok' if verdict is True else 'FAILED: ' + str(verdict)}")
     failed = [(k, v) for k, v in result["checks"].items() if v is not True]

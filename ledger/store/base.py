@@ -99,6 +99,14 @@ class EventStore(Protocol):
 
     def table_ids(self) -> list[str]: ...
 
+    def save_checkpoint(self, table_id: str, version: int, data: dict[str, Any]) -> None:
+        """Keep a signed head of the table's chain (a repeat of one version is ignored)."""
+        ...
+
+    def checkpoints(self, table_id: str) -> list[dict[str, Any]]:
+        """The table's saved checkpoints, by increasing version."""
+        ...
+
     def server_secret(self) -> bytes:
         """This deployment's random secret: the same for every process on the database."""
         ...

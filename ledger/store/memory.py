@@ -27,6 +27,7 @@ class MemoryStore:
         self._all: list[StoredEvent] = []
         self._keys: dict[tuple[str, str], IdempotentResult] = {}
         self._secret = os.urandom(32)
+        self._checkpoints: dict[str, dict[int, dict[str, Any]]] = {}
 
     def upgrade(self) -> None:
         return None
@@ -76,6 +77,15 @@ class MemoryStore:
     def table_ids(self) -> list[str]:
         with self._lock:
             return sorted(self._tables)
+
+    def save_checkpoint(self, table_id: str, version: int, data: dict[str, Any]) -> None:
+        with self._lock:
+            self._checkpoints.setdefault(table_id, {}).setdefault(version, dict(data))
+
+    def checkpoints(self, table_id: str) -> list[dict[str, Any]]:
+        with self._lock:
+            found = self._checkpoints.get(table_id, {})
+            return [dict(found[v]) for v in sorted(found)]
 
     def server_secret(self) -> bytes:
         return self._secret

@@ -39,6 +39,7 @@ events carry ints and strings only.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
@@ -57,7 +58,7 @@ from ledger.store.base import (
     VersionConflict,
 )
 from ledger.store.bulk import gc_paused
-from ledger.store.hashing import GENESIS, Sealed, json_scalar, positioned, seal
+from ledger.store.hashing import GENESIS, Sealed, canonical_json, json_scalar, positioned, seal
 from ledger.store.postgres_pool import Connections, redact
 from ledger.store.postgres_schema import MIGRATIONS
 
@@ -279,6 +280,17 @@ class PostgresStore:
     def table_ids(self) -> list[str]:
         with self._conn() as conn:
             return [r[0] for r in conn.execute(_TABLE_IDS)]
+
+    def save_checkpoint(self, table_id: str, version: int, data: dict[str, Any]) -> None:
+        with self._conn() as conn:
+            conn.execute("INSERT INTO checkpoints VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                         (table_id, version, canonical_json(data)))
+
+    def checkpoints(self, table_id: str) -> list[dict[str, Any]]:
+        with self._conn() as conn:
+            rows = conn.execute("SELECT data FROM checkpoints WHERE table_id = %s"
+                                " ORDER BY version", (table_id,)).fetchall()
+        return [json.loads(r[0]) for r in rows]
 
     def server_secret(self) -> bytes:
         if self._secret is None:

@@ -110,4 +110,15 @@ INSERT INTO server_secret
 CREATE TRIGGER server_secret_append_only BEFORE UPDATE OR DELETE ON server_secret
     FOR EACH ROW EXECUTE FUNCTION loo_refuse_change();
 """),
+    # Signed checkpoints, kept apart from the events (see sqlite_schema.py).
+    (3, """
+CREATE TABLE checkpoints (
+    table_id text    NOT NULL,
+    version  integer NOT NULL,
+    data     text    NOT NULL,
+    PRIMARY KEY (table_id, version)
+);
+CREATE TRIGGER checkpoints_append_only BEFORE UPDATE OR DELETE ON checkpoints
+    FOR EACH ROW EXECUTE FUNCTION loo_refuse_change();
+"""),
 ]

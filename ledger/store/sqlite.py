@@ -28,7 +28,7 @@ from ledger.store.base import (
     VersionConflict,
 )
 from ledger.store.bulk import gc_paused, load_json
-from ledger.store.hashing import GENESIS, positioned, seal
+from ledger.store.hashing import GENESIS, canonical_json, positioned, seal
 from ledger.store.sqlite_schema import MIGRATIONS
 
 _COLS = "version, position, type, hand, data, recorded_at, causation, prev_hash, hash"
@@ -172,6 +172,17 @@ class SqliteStore:
         with self._conn() as conn:
             return [r[0] for r in conn.execute("SELECT DISTINCT table_id FROM events"
                                                " ORDER BY table_id")]
+
+    def save_checkpoint(self, table_id: str, version: int, data: dict[str, Any]) -> None:
+        with self._conn() as conn:
+            conn.execute("INSERT OR IGNORE INTO checkpoints VALUES (?, ?, ?)",
+                         (table_id, version, canonical_json(data)))
+
+    def checkpoints(self, table_id: str) -> list[dict[str, Any]]:
+        with self._conn() as conn:
+            rows = conn.execute("SELECT data FROM checkpoints WHERE table_id = ?"
+                                " ORDER BY version", (table_id,)).fetchall()
+        return [load_json(r[0]) for r in rows]
 
     def server_secret(self) -> bytes:
         if self._secret is None:

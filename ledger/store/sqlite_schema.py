@@ -42,4 +42,16 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
         *(f"CREATE TRIGGER server_secret_no_{op.lower()} BEFORE {op} ON server_secret "
           + _REFUSE.format(table="server_secret", op=op) for op in ("UPDATE", "DELETE")),
     ]),
+    # Signed checkpoints (API.md "Checkpoints"): heads of each table's chain, signed with a
+    # key kept outside the database. Kept apart from the events so that deleting the last
+    # events of a table leaves the checkpoint that names them (the audit then fails).
+    (3, [
+        """CREATE TABLE checkpoints (
+            table_id TEXT    NOT NULL,
+            version  INTEGER NOT NULL,
+            data     TEXT    NOT NULL,  -- the signed checkpoint, as JSON
+            PRIMARY KEY (table_id, version))""",
+        *(f"CREATE TRIGGER checkpoints_no_{op.lower()} BEFORE {op} ON checkpoints "
+          + _REFUSE.format(table="checkpoints", op=op) for op in ("UPDATE", "DELETE")),
+    ]),
 ]

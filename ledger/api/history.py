@@ -1,0 +1,66 @@
+"""Hand histories (API.md "Hand history (loo-hh 1.0)"): one file per hand, NDJSON per table."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+from flask import Response, stream_with_context
+from flask.views import MethodView
+
+from ledger.api.auth import ledger, viewer_for
+from ledger.api.blueprint import Blueprint
+from ledger.app.history import hand_document, table_history
+from ledger.app.projector import project
+from ledger.core.errors import Conflict, NotFound
+from schemas.responses import HandHistoryOut
+
+NDJSON = "application/x-ndjson"
+
+blp = Blueprint("history", __name__, url_prefix="/v1/tables",
+                description="Hand histories in the open loo-hh 1.0 format (complete hands).")
+
+
+@blp.route("/<table_id>/hands/<int:number>/history")
+class HandHistory(MethodView):
+    @blp.response(200, HandHistoryOut)
+    @blp.alt_response(409, description="The hand is not complete and settled yet")
+    def get(self, table_id: str, number: int) -> Any:
+        """One complete hand as a loo-hh 1.0 file (409 while it is live)."""
+        led = ledger()
+        p = led.load(table_id)
+        viewer_for(p)
+        if p.table.hand is None or not 1 <= number <= p.table.hand.number:
+            raise NotFound("hand_not_found", f"hand {number} has not been played at this table")
+        first = p.hand_starts[number - 1]
+        before = project(led.store.load(table_id, up_to_version=first - 1)).table
+        mine = [s for s in led.store.load(table_id, after_version=first - 1,
+                                          up_to_version=p.version) if s.hand == number]
+        if not any(s.type == "hand_settled" for s in mine):
+            raise Conflict("hand_live", f"hand {number} is still being played: its history "
+                           "is published once it is complete and settled")
+        ends = [s.version for s in mine if s.type in ("hand_settled", "game_won")]
+        found = {cp["version"]: cp for cp in led.checkpoints(table_id, p.version)}
+        return hand_document(table_id, before, mine, found.get(ends[-1]))
+
+
+@blp.route("/<table_id>/history")
+class TableHistory(MethodView):
+    @blp.response(200, description="One loo-hh 1.0 file per line, every complete hand in "
+                  "order, streamed", content_type=NDJSON)
+    def get(self, table_id: str) -> Any:
+        """Every complete hand of the table as NDJSON (one loo-hh file a line), streamed."""
+        led = ledger()
+        p = led.load(table_id)
+        viewer_for(p)
+        store, up_to = led.store, p.version
+        checkpoints = led.checkpoints(table_id, up_to)
+
+        def lines() -> Iterator[bytes]:
+            docs = table_history(table_id, lambda a, b: store.load(table_id, a, b), up_to,
+                                 checkpoints)
+            for doc in docs:
+                yield orjson.dumps(doc) + b"\n"
+
+        return Response(stream_with_context(lines()), mimetype=NDJSON)

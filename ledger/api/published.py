@@ -1,0 +1,34 @@
+"""What the service publishes for anyone to check its records offline: the checkpoint key and
+the loo-hh JSON Schema (API.md "Checkpoints", "Hand history")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Response
+from flask.views import MethodView
+
+from ledger.api.auth import ledger
+from ledger.api.blueprint import Blueprint
+from ledger.app.history import schema_text
+from schemas.responses import CheckpointKeyOut
+
+blp = Blueprint("published", __name__, url_prefix="/v1",
+                description="Public material to verify records offline: the checkpoint "
+                            "key, the loo-hh JSON Schema.")
+
+
+@blp.route("/checkpoints/key")
+class CheckpointKey(MethodView):
+    @blp.response(200, CheckpointKeyOut)
+    def get(self) -> Any:
+        """The public key that checkpoint signatures verify with (Ed25519, base64)."""
+        return ledger().signer.public()
+
+
+@blp.route("/schemas/loo-hh-1.0.json")
+class HandHistorySchema(MethodView):
+    @blp.response(200, description="The loo-hh 1.0 JSON Schema (draft 2020-12)")
+    def get(self) -> Any:
+        """The JSON Schema of a loo-hh 1.0 hand-history file."""
+        return Response(schema_text(), mimetype="application/schema+json")

@@ -1,0 +1,194 @@
+"""loo-hh 1.0 hand histories (API.md "Hand history"): events of a hand -> one open JSON file.
+
+`hand_document` is pure: the table as it stood before the hand, the hand's stored events and
+its checkpoint give the file. `table_history` walks a table's events page by page and yields
+one file per complete hand, holding one hand's events at a time (constant memory).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ledger.app.projector import chip_ledger, decode
+from ledger.core import events as ev
+from ledger.core.rules import table as tb
+from ledger.core.rules.actions import Action, Decide, Discard, Play
+from ledger.core.rules.tiles import NAMES
+
+FORMAT, SPEC_VERSION = "loo-hh", "1.0"
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "schemas" / "loo-hh-1.0.schema.json"
+PAGE = 2000  # events read at a time when streaming a table
+
+
+@lru_cache(maxsize=1)
+def schema_text() -> str:
+    return SCHEMA_PATH.read_text(encoding="utf-8")
+
+
+def schema() -> dict[str, Any]:
+    import json
+
+    return json.loads(schema_text())
+
+
+def event_json(s: Any) -> dict[str, Any]:
+    """A stored event with everything its hash covers, and the hash."""
+    return {"table_id": s.table_id, "version": s.version, "position": s.position,
+            "type": s.type, "hand": s.hand, "data": s.data, "causation": s.causation,
+            "recorded_at": s.recorded_at, "hash": s.hash, "prev_hash": s.prev_hash}
+
+
+def actions_of(events: Sequence[ev.Event], ordered: bool) -> list[Action]:
+    """The seats' actions that produced a hand's events (what a scorer would have sent)."""
+    out: list[Action] = []
+    i = 0
+    while i < len(events):
+        e = events[i]
+        if isinstance(e, ev.PlayerDecided):
+            discard: tuple[int, ...] = ()
+            drawn = None
+            if e.take_turn_up:
+                disc = events[i + 2]
+                assert isinstance(disc, ev.TilesDiscarded)
+                discard = disc.tiles
+                i += 2
+            if e.choice == "miss" and i + 1 < len(events) \
+                    and isinstance(events[i + 1], ev.MissDrawn):
+                if not ordered:  # recorded tables name the tiles drawn
+                    drawn = events[i + 1].tiles  # type: ignore[union-attr]
+                i += 1
+            out.append(Decide(e.seat, e.choice, e.take_turn_up, discard, e.for_pool, drawn))
+        elif isinstance(e, ev.TilesDiscarded):
+            out.append(Discard(e.seat, e.tiles))
+        elif isinstance(e, ev.TilePlayed):
+            out.append(Play(e.seat, e.tile, e.suit))
+        i += 1
+    return out
+
+
+def action_json(a: Action) -> dict[str, Any]:
+    return {"seat": a.seat, **a.body()}
+
+
+def complete(events: Sequence[Any]) -> bool:
+    """A hand is exported once it is complete and settled."""
+    return any(s.type == "hand_settled" for s in events)
+
+
+def hand_document(table_id: str, before: tb.Table, stored: Sequence[Any],
+                  checkpoint: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The loo-hh 1.0 file of one complete hand. `before`: the table before its hand_started."""
+    decoded = [decode(s) for s in stored]
+    t = tb.replay(decoded, before)
+    h = t.hand
+    assert h is not None
+    started = next(e for e in decoded if isinstance(e, ev.HandStarted))
+    dealt = next((e for e in decoded if isinstance(e, ev.TilesDealt)), None)
+    turned = next((e for e in decoded if isinstance(e, ev.TrumpTurned)), None)
+    revealed = next((e for e in decoded if isinstance(e, ev.SeedRevealed)), None)
+    done = next(e for e in decoded if isinstance(e, ev.HandCompleted))
+    won = next((e for e in decoded if isinstance(e, ev.GameWon)), None)
+    opts = before.opts
+    n = opts.players
+    result: dict[str, Any] = {
+        "decisions": {str(s): d for s, d in enumerate(h.decisions) if d is not None},
+        "tricks": {str(s): k for s, k in enumerate(done.tricks_won)},
+        "for_pool": done.for_pool, "looed": list(done.looed),
+    }
+    if h.won_without_play is not None:
+        result["won_without_play"] = h.won_without_play
+    if won is not None:
+        result["winner"] = won.seat
+    hand: dict[str, Any] = {
+        "number": started.number, "dealer": started.dealer, "mode": started.mode,
+        "commitment": started.commitment, "seed": revealed.seed if revealed else None,
+        "deal": ({str(s): [NAMES[x] for x in dealt.hands[s]] for s in range(n)}
+                 if dealt else None),
+        "boneyard": ([NAMES[x] for x in dealt.boneyard] if dealt and dealt.ordered else None),
+        "turn_up": NAMES[turned.tile] if turned else None,
+        "trump": turned.trump if turned else None,
+        # results hands have no moves: their decisions and tricks are the result
+        "actions": [action_json(a) for a in actions_of(decoded, h.ordered)]
+        if started.mode != "results" else [],
+        "tricks": [{"trick": i + 1, "leader": tr.leader, "suit": tr.suit,
+                    "plays": [{"seat": s, "tile": NAMES[x]} for s, x in tr.plays],
+                    "winner": tr.winner} for i, tr in enumerate(h.tricks)],
+        "result": result,
+        "voided": any(s.type == "hand_voided" for s in stored),
+        "before": {"pool": before.pool, "balances": {str(s): b for s, b in
+                                                      enumerate(before.balances)},
+                   "scores": {str(s): b for s, b in enumerate(before.scores)}},
+    }
+    book = chip_ledger(stored, n)
+    if opts.scoring == "pool":
+        hand["transfers"] = [{k: x[k] for k in ("hand", "version", "from", "to", "amount",
+                                                "reason")} for x in book["transfers"]]
+    else:
+        hand["scores"] = [{"hand": s.hand, "version": s.version, "seat": d["seat"],
+                           "delta": d["delta"], "reason": d["reason"]}
+                          for s in stored if s.type == "points_scored"
+                          for d in s.data["deltas"]]
+    seats = []
+    for s in range(n):
+        seat: dict[str, Any] = {"seat": s, "name": before.names[s]}
+        if before.bots[s] is not None:
+            seat["bot"] = before.bots[s]
+        seats.append(seat)
+    doc: dict[str, Any] = {
+        "format": FORMAT, "spec_version": SPEC_VERSION,
+        "table": {"id": table_id, "variant": opts.variant, "scoring": opts.scoring,
+                  "deal": opts.deal, "options": opts.to_dict(), "seats": seats},
+        "hand": hand,
+        "events": [event_json(s) for s in stored],
+    }
+    if checkpoint is not None:
+        doc["checkpoint"] = checkpoint
+    return doc
+
+
+def table_history(table_id: str, load: Callable[[int, int], Sequence[Any]], up_to: int,
+                  checkpoints: Sequence[dict[str, Any]] = (),
+                  numbers: Callable[[int], bool] = lambda n: True,
+                  ) -> Iterator[dict[str, Any]]:
+    """One file per complete hand of a table, in order; `load(after, up_to)` reads events.
+
+    Only one hand's events and the folded table are held at a time; `numbers` picks hands.
+    """
+    by_version = {cp["version"]: cp for cp in checkpoints}
+    t = tb.replay([])
+    before: tb.Table | None = None
+    current: list[Any] = []
+
+    def finish() -> Iterator[dict[str, Any]]:
+        if before is not None and current and complete(current):
+            number = current[0].data["number"]
+            if numbers(number):
+                ends = [s.version for s in current if s.type in ("hand_settled", "game_won")]
+                yield hand_document(table_id, before, current, by_version.get(ends[-1]))
+
+    after = 0
+    while after < up_to:
+        page = load(after, min(after + PAGE, up_to))
+        if not page:
+            break
+        for s in page:
+            if s.type == "hand_started":
+                yield from finish()
+                before, current = t, [s]
+            elif current and s.hand == current[0].data["number"]:
+                current.append(s)
+            t = tb.evolve(t, decode(s))
+        after = page[-1].version
+    yield from finish()
+
+
+def hand_history(table_id: str, stored: Sequence[Any], number: int,
+                 checkpoints: Sequence[dict[str, Any]] = ()) -> dict[str, Any] | None:
+    """The file of hand `number` from the table's events (None while it is not settled)."""
+    docs = table_history(table_id, lambda a, b: [s for s in stored if a < s.version <= b],
+                         stored[-1].version if stored else 0, checkpoints,
+                         lambda n: n == number)
+    return next(docs, None)

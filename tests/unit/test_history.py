@@ -1,0 +1,165 @@
+"""loo-hh 1.0 (API.md "Hand history"): random games in every variant and deal mode export,
+validate against the JSON Schema, verify offline, and mutated files are refused with the
+first problem named."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+import random
+from typing import Any
+
+import jsonschema
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ledger.app.history import schema, table_history
+from ledger.app.service import Ledger
+from ledger.app.verify import VerifyError, documents, verify_document, verify_stream
+from ledger.core import commands as c
+from ledger.core.rules.deal import deal, shuffle
+from ledger.core.rules.legal import legal_actions
+from ledger.store.memory import MemoryStore
+
+# (variant, scoring, players, deal mode)
+GAMES = [("loo", "pool", 4, "shuffled"), ("loo", "pool", 3, "recorded"),
+         ("loo", "points", 2, "shuffled"), ("rounce", "points", 3, "shuffled"),
+         ("loo", "pool", 4, "results"), ("rounce", "points", 2, "recorded"),
+         ("loo", "points", 3, "results")]
+
+
+def play(variant: str, scoring: str, players: int, mode: str, seed: int,
+         hands: int = 3) -> tuple[Ledger, str]:
+    """A table of `hands` hands, every move a random legal one (bots on shuffled tables)."""
+    rng = random.Random(seed)
+    counter = iter(range(10**6))
+    led = Ledger(MemoryStore(), seeds=lambda: rng.randbytes(31) + bytes([next(counter) % 256]))
+    bot = "random" if mode == "shuffled" else None
+    seats = tuple((f"P{i}", bot) for i in range(players))
+    tid, _, p = led.create_table(c.CreateTable(variant, scoring, seats, 0, mode,
+                                               {"auto_deal": False}))
+    for _ in range(hands):
+        p = led.load(tid)
+        if p.table.status != "playing":
+            break
+        if mode == "shuffled":
+            led.execute(tid, c.StartHand())
+            while (a := led.load(tid)).table.live and a.table.hand.turn is not None:
+                led.execute(tid, c.PlayBot())
+            if led.load(tid).table.live is False and not led.load(tid).table.settled:
+                led.execute(tid, c.SettleHand())
+            continue
+        if mode == "results":
+            n = players
+            decisions = {str(s): "play" for s in range(n)}
+            tricks = [0] * n
+            for _k in range(5):
+                tricks[rng.randrange(n)] += 1
+            led.execute(tid, c.StartHand(result={"decisions": decisions, "tricks":
+                                                 {str(s): k for s, k in enumerate(tricks)}}))
+            continue
+        d = deal(shuffle(rng.randbytes(32)), players, p.table.dealer)
+        led.execute(tid, c.StartHand(hands=d.hands, turn_up=d.turn_up))
+        while (a := led.load(tid)).table.live and a.table.hand.turn is not None:
+            h = a.table.hand
+            led.execute(tid, c.Act(rng.choice(legal_actions(h, h.turn))))
+        if not led.load(tid).table.settled:
+            led.execute(tid, c.SettleHand())
+    return led, tid
+
+
+def export(led: Ledger, tid: str) -> list[dict[str, Any]]:
+    return list(table_history(tid, lambda a, b: led.store.load(tid, a, b),
+                              led.store.version(tid), led.checkpoints(tid)))
+
+
+@pytest.mark.parametrize("game", GAMES, ids=["-".join(map(str, g)) for g in GAMES])
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32))
+def test_every_hand_exports_validates_and_verifies_offline(game, seed):
+    led, tid = play(*game, seed=seed)
+    docs = export(led, tid)
+    assert docs, "at least one hand is complete"
+    key = led.signer.private.public_key()
+    for doc in docs:
+        jsonschema.validate(doc, schema())
+        assert doc["hand"]["mode"] == game[3]
+        assert ("transfers" in doc["hand"]) == (game[1] == "pool")
+        assert doc["checkpoint"]["version"] == doc["events"][-1]["version"]
+        verify_document(json.loads(json.dumps(doc)), key)  # as read back from a file
+
+
+def _mutated(doc: dict[str, Any], how: str) -> dict[str, Any]:
+    d = copy.deepcopy(doc)
+    h = d["hand"]
+    if how == "wrong_seed":
+        h["seed"] = "00" * 32
+    elif how == "swapped_tile":
+        h["deal"]["0"][0], h["deal"]["1"][0] = h["deal"]["1"][0], h["deal"]["0"][0]
+    elif how == "broken_hash":
+        d["events"][3]["hash"] = "f" * 64
+    elif how == "unknown_spec_version":
+        d["spec_version"] = "2.0"
+    elif how == "illegal_action":
+        play = next(a for a in h["actions"] if a["type"] == "play")
+        held = {t for s in h["deal"].values() for t in s}
+        play["tile"] = next(t for t in ("0-0", "6-6", "3-3", "5-4") if t not in held)
+    return d
+
+
+WHY = {"wrong_seed": "seed does not match the commitment",
+       "swapped_tile": "deal is not the one the seed gives",
+       "broken_hash": "hash chain: version", "unknown_spec_version": "spec_version '2.0'",
+       "illegal_action": "illegal"}
+
+
+@pytest.mark.parametrize("how", sorted(WHY))
+def test_mutated_files_are_refused_naming_the_first_problem(how):
+    led, tid = play("loo", "pool", 4, "shuffled", seed=7, hands=1)
+    (doc,) = export(led, tid)
+    with pytest.raises(VerifyError, match=WHY[how]):
+        verify_document(_mutated(doc, how), led.signer.private.public_key())
+
+
+def test_a_forged_checkpoint_signature_is_refused_with_the_key():
+    led, tid = play("loo", "pool", 4, "shuffled", seed=8, hands=1)
+    (doc,) = export(led, tid)
+    doc["checkpoint"]["at"] = "2001-01-01T00:00:00+00:00"
+    verify_document(doc)  # without a key only the hash is checked
+    with pytest.raises(VerifyError, match="signature does not match"):
+        verify_document(doc, led.signer.private.public_key())
+
+
+def test_ndjson_stream_names_the_line_and_junk_is_refused_at_once():
+    led, tid = play("loo", "pool", 3, "recorded", seed=9, hands=2)
+    docs = export(led, tid)
+    text = b"".join(json.dumps(d).encode() + b"\n" for d in docs)
+    assert len(list(verify_stream(documents(io.BytesIO(text))))) == len(docs)
+    broken = text + json.dumps(_mutated(docs[0], "broken_hash")).encode() + b"\n"
+    with pytest.raises(VerifyError, match=f"line {len(docs) + 1}: hash chain"):
+        list(verify_stream(documents(io.BytesIO(broken))))
+    junk = io.BytesIO(random.Random(1).randbytes(50 * 1024 * 1024))
+    with pytest.raises(VerifyError, match="line 1: not JSON|not a loo-hh"):
+        list(verify_stream(documents(junk)))
+
+
+def test_loo_verify_reads_a_file_or_stdin_offline_and_exits_1_naming_the_failure(tmp_path):
+    from click.testing import CliRunner
+
+    from ledger.cli.main import main
+
+    led, tid = play("rounce", "points", 3, "shuffled", seed=10, hands=2)
+    docs = export(led, tid)
+    key = led.signer.public()["public_key"]
+    good = tmp_path / "good.ndjson"
+    good.write_bytes(b"".join(json.dumps(d).encode() + b"\n" for d in docs))
+    env = {"DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none"}  # never opened
+    r = CliRunner().invoke(main, ["verify", str(good), "--key", key], env=env)
+    assert r.exit_code == 0 and f"OK: {len(docs)} hand(s) verified" in r.output, r.output
+    bad = json.dumps(_mutated(docs[-1], "wrong_seed"))
+    r = CliRunner().invoke(main, ["verify", "-"], input=bad, env=env)
+    assert r.exit_code == 1 and "FAILED: line 1: hand 2: the seed does not match" in r.output
+    r = CliRunner().invoke(main, ["verify", str(good), "--key", "not-a-key"], env=env)
+    assert r.exit_code == 2
