@@ -168,6 +168,13 @@ def test_a_hand_played_by_clicking_settles_and_the_ledger_matches_the_page(playe
     assert any(t["hand"] == 1 and t["reason"] in ("trick", "loo", "pool_award")
                for t in ledger["transfers"])  # hand 1 was settled
     assert get(f"{base}/v1/tables/{tid}/hands/1", token)["complete"] is True
+    # The page says where hand 1's chips went, as the ledger does (stakes aside).
+    wait_for("the last hand's chips", lambda: browser.find_element(By.ID, "last-hand-card")
+             .is_displayed())
+    shown = sorted(int(td.text) for td in browser.find_elements(
+        By.CSS_SELECTOR, "#last-hand tr td:nth-child(3)"))
+    assert shown == sorted(t["amount"] for t in ledger["transfers"] if t["hand"] == 1
+                           and t["reason"] not in ("ante", "dealer_ante"))
 
 
 def test_admin_view_shows_every_tile(played, browser):
