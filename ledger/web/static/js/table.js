@@ -1,4 +1,4 @@
-import { api, backEl, el, problemText, seatName, tileEl, tokenFor } from './api.js';
+import { api, backEl, el, fatal, problemText, seatName, tileEl, tokenFor } from './api.js';
 
 const root = document.getElementById('table-app');
 const tableId = root.dataset.table;
@@ -264,6 +264,10 @@ function render(t) {
 
 async function refresh() {
   const r = await api(`/v1/tables/${tableId}`, { token });
+  if (!r.ok && !table && [401, 403, 404].includes(r.status)) {
+    fatal(r);
+    return false;
+  }
   if (!r.ok) {
     showProblem(problemText(r));
     return false;
@@ -280,7 +284,7 @@ function soon() {
 
 async function follow() {
   try {
-    const resp = await fetch(`/v1/tables/${tableId}/events`, {
+    const resp = await fetch(`/v1/tables/${tableId}/events?after=${table.version}`, {
       headers: { Accept: 'text/event-stream', Authorization: 'Bearer ' + token },
     });
     const type = resp.headers.get('content-type') || '';
@@ -301,11 +305,7 @@ async function follow() {
 }
 
 async function start() {
-  if (!token) {
-    showProblem('No token for this table in this tab. Open the table from the start page with its id and a token.');
-    $('summary').textContent = 'No token.';
-    return;
-  }
+  if (!token) { fatal({ status: 401 }); return; }
   if (!(await refresh())) return;
   const streaming = await follow();
   setInterval(refresh, streaming ? 5000 : 700);
