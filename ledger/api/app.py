@@ -146,5 +146,8 @@ def create_app(container: Container | None = None,
     api.register_blueprint(health)
     register_blueprints(api)
     app.add_url_rule("/docs", "docs", docs_page)
+    from ledger.web import register as register_web
+
+    register_web(app)  # the pages: ledger/web (templates, static, scripts on the public API)
     app.before_request(require_json_body)
     return app

@@ -12,6 +12,7 @@ from werkzeug.exceptions import HTTPException
 
 from ledger.core.errors import LedgerError
 from ledger.store.base import IdempotencyConflict, StoreUnavailable, VersionConflict
+from ledger.web import error_page, wants_html
 
 log = logging.getLogger(__name__)
 PROBLEM = "application/problem+json"
@@ -70,6 +71,10 @@ def handle_http_error(err: HTTPException) -> Response:
     elif status == 422 and "messages" in data:
         code, detail = "validation_error", "the request does not match the schema: see errors"
         extra["errors"] = data["messages"]
+    if status in (404, 405) and wants_html():  # a browser on a page: a page, not JSON
+        return error_page(status, "Page not found" if status == 404 else err.name or "Error",
+                          "There is no page at this address. Tables open from the start "
+                          "page, with their id and a token.")
     headers = {k: v for k, v in err.get_headers() if k.lower() != "content-type"}
     headers.update(data.get("headers") or {})
     return problem(status, code, err.name or "Error", detail, headers=headers, extra=extra)

@@ -1,0 +1,64 @@
+"""The web app: server-rendered pages whose scripts talk to the public HTTP API.
+
+Pages never see a token: it travels in the URL fragment (never sent to the server) and
+lives in the browser's session storage; every read and move is a fetch of /v1 with it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Flask, Response, render_template, request
+
+web = Blueprint("web", __name__, template_folder="templates", static_folder="static",
+                static_url_path="/assets")
+
+VARIANTS = ("loo", "rounce")
+SCORINGS = ("pool", "points")
+
+
+@web.get("/")
+def home() -> str:
+    """What this is; start a game against bots; open a table by its token."""
+    return render_template("home.html", variants=VARIANTS, scorings=SCORINGS)
+
+
+@web.get("/tables/<table_id>")
+def table(table_id: str) -> str:
+    """A seat's (or the admin's, or a spectator's) live view of one table."""
+    return render_template("table.html", table_id=table_id)
+
+
+@web.get("/tables/<table_id>/hands/<int:number>/replay")
+def replay(table_id: str, number: int) -> str:
+    """Step through a complete hand and verify its deal and hash chain in the browser."""
+    return render_template("replay.html", table_id=table_id, number=number)
+
+
+@web.get("/tables/<table_id>/chips")
+def chips(table_id: str) -> str:
+    """Where the chips went: balances and pool after every hand, who paid whom."""
+    return render_template("chips.html", table_id=table_id)
+
+
+def wants_html() -> bool:
+    """A browser asking for a page (not the API): HTML errors instead of problem+json."""
+    if request.path.startswith("/v1/") or request.path.endswith(".json"):
+        return False
+    best = request.accept_mimetypes.best_match(["application/json", "text/html"])
+    return best == "text/html" and request.accept_mimetypes["text/html"] > 0
+
+
+def error_page(status: int, title: str, detail: str) -> Response:
+    body = render_template("error.html", status=status, title=title, detail=detail)
+    return Response(body, status=status, mimetype="text/html")
+
+
+def register(app: Flask) -> None:
+    app.register_blueprint(web)
+
+    @app.context_processor
+    def _links() -> dict[str, Any]:
+        rules = {r.rule for r in app.url_map.iter_rules()}
+        guides = sorted(r for r in rules if r.startswith("/docs/") and "<" not in r)
+        return {"guides": guides, "has_docs": "/docs" in rules}

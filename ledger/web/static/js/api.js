@@ -1,0 +1,85 @@
+// The public HTTP API, from the browser. Tokens come from the URL fragment
+// (#token=...), which browsers never send to the server, and stay in session storage.
+
+export function fragmentParams() {
+  return new URLSearchParams(location.hash.replace(/^#/, ''));
+}
+
+export function tokenFor(tableId) {
+  const params = fragmentParams();
+  const key = 'loo:token:' + tableId;
+  const given = params.get('token');
+  if (given) {
+    sessionStorage.setItem(key, given);
+    params.delete('token');
+    const rest = params.toString();
+    history.replaceState(null, '', location.pathname + location.search + (rest ? '#' + rest : ''));
+  }
+  // A new token pasted into this page's address (#token=...) opens the table with it.
+  if (!tokenFor.watching) {
+    tokenFor.watching = true;
+    window.addEventListener('hashchange', () => { if (fragmentParams().get('token')) location.reload(); });
+  }
+  return sessionStorage.getItem(key);
+}
+
+export function rememberToken(tableId, token) {
+  sessionStorage.setItem('loo:token:' + tableId, token);
+}
+
+export async function api(path, { token, method = 'GET', body, headers = {} } = {}) {
+  const h = { Accept: 'application/json', ...headers };
+  if (token) h.Authorization = 'Bearer ' + token;
+  if (body !== undefined) h['Content-Type'] = 'application/json';
+  let resp;
+  try {
+    resp = await fetch(path, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body) });
+  } catch (err) {
+    return { ok: false, status: 0, data: { title: 'Network error', detail: 'the server does not answer: ' + err.message } };
+  }
+  let data = null;
+  try { data = await resp.json(); } catch (_) { data = null; }
+  return { ok: resp.ok, status: resp.status, data };
+}
+
+// A refused request in plain words, from its problem+json.
+export function problemText(r) {
+  const d = r.data || {};
+  if (r.status === 401) return 'This link has no valid token for this table (it may be wrong or expired). Open the table again from the start page.';
+  let text = d.detail || d.title || ('HTTP ' + r.status);
+  if (d.rule) text += ' (rule ' + d.rule + ')';
+  return text;
+}
+
+export function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === 'class') node.className = v;
+    else if (k === 'text') node.textContent = v;
+    else if (k.startsWith('on')) node.addEventListener(k.slice(2), v);
+    else if (k === 'dataset') Object.assign(node.dataset, v);
+    else node.setAttribute(k, v === true ? '' : v);
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined || c === false) continue;
+    node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return node;
+}
+
+// A domino tile "6-3" as a small two-halved face.
+export function tileEl(tile, extra = {}) {
+  const [a, b] = tile.split('-');
+  return el('span', { class: 'tile', title: tile, 'aria-label': 'tile ' + tile, ...extra },
+    el('span', { class: 'half' }, a), el('span', { class: 'half' }, b));
+}
+
+export function backEl() {
+  return el('span', { class: 'tile back', 'aria-label': 'hidden tile' });
+}
+
+export function seatName(table, seat) {
+  const s = (table.seats || [])[seat];
+  return s ? s.name : 'seat ' + seat;
+}

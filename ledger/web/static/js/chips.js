@@ -1,0 +1,103 @@
+import { api, el, problemText, seatName, tokenFor } from './api.js';
+
+const root = document.getElementById('chips-app');
+const tableId = root.dataset.table;
+const token = tokenFor(tableId);
+const $ = (id) => document.getElementById(id);
+const COLOURS = ['#1f6f50', '#c2410c', '#1d4ed8', '#9333ea', '#6b7280'];
+const SVG = 'http://www.w3.org/2000/svg';
+
+function svg(tag, attrs, text) {
+  const n = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) n.setAttribute(k, v);
+  if (text !== undefined) n.textContent = text;
+  return n;
+}
+
+// [{hand, values: {account: balance}}] after each hand, from the ledger's transfers (pool)
+// or scores (points).
+function series(ledger, accounts) {
+  const totals = Object.fromEntries(accounts.map((a) => [a, 0]));
+  const byHand = new Map();
+  for (const t of ledger.transfers || []) {
+    totals[t.from] -= t.amount;
+    totals[t.to] += t.amount;
+    byHand.set(t.hand, { ...totals });
+  }
+  for (const s of ledger.scores || []) {
+    totals['seat:' + s.seat] += s.delta;
+    byHand.set(s.hand, { ...totals });
+  }
+  return [...byHand.entries()].sort((a, b) => a[0] - b[0]).map(([hand, values]) => ({ hand, values }));
+}
+
+// A line chart in plain SVG: one line per account, a zero line, hands along the bottom.
+function chart(rows, accounts, names) {
+  const W = 640; const H = 280; const L = 48; const R = 12; const T = 12; const B = 30;
+  const all = rows.flatMap((r) => accounts.map((a) => r.values[a])).concat([0]);
+  const lo = Math.min(...all); const hi = Math.max(...all);
+  const span = hi - lo || 1;
+  const x = (i) => L + (rows.length > 1 ? (i * (W - L - R)) / (rows.length - 1) : (W - L - R) / 2);
+  const y = (v) => T + ((hi - v) * (H - T - B)) / span;
+  const s = svg('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart', id: 'balance-chart' });
+  for (const v of [lo, 0, hi]) {
+    s.append(svg('line', { x1: L, x2: W - R, y1: y(v), y2: y(v), stroke: v === 0 ? '#888' : '#e5e5e5' }),
+      svg('text', { x: L - 6, y: y(v) + 4, 'text-anchor': 'end', 'font-size': 11, fill: '#555' }, v));
+  }
+  rows.forEach((r, i) => s.append(svg('text', { x: x(i), y: H - 10, 'text-anchor': 'middle', 'font-size': 11, fill: '#555' }, r.hand)));
+  accounts.forEach((a, k) => {
+    const colour = COLOURS[k % COLOURS.length];
+    const pts = rows.map((r, i) => `${x(i)},${y(r.values[a])}`).join(' ');
+    s.append(svg('polyline', { points: pts, fill: 'none', stroke: colour, 'stroke-width': 2.5,
+      'stroke-dasharray': a === 'pool' ? '6 4' : 'none' }));
+    rows.forEach((r, i) => {
+      const dot = svg('circle', { cx: x(i), cy: y(r.values[a]), r: 3.5, fill: colour,
+        'data-account': a, 'data-hand': r.hand, 'data-value': r.values[a] });
+      dot.append(svg('title', {}, `${names[a]} after hand ${r.hand}: ${r.values[a]}`));
+      s.append(dot);
+    });
+  });
+  return s;
+}
+
+function flows(ledger, hand, names) {
+  const rows = (ledger.transfers || []).filter((t) => t.hand === hand);
+  const scores = (ledger.scores || []).filter((t) => t.hand === hand);
+  const table = $('flows');
+  if (scores.length) {
+    table.replaceChildren(el('tr', {}, el('th', {}, 'Player'), el('th', {}, 'Points'), el('th', {}, 'Why')),
+      ...scores.map((s) => el('tr', {}, el('td', {}, names['seat:' + s.seat]), el('td', {}, s.delta), el('td', {}, s.reason))));
+    return;
+  }
+  table.replaceChildren(el('tr', {}, el('th', {}, 'From'), el('th', {}, 'To'), el('th', {}, 'Chips'), el('th', {}, 'Why')),
+    ...rows.map((t) => el('tr', { dataset: { from: t.from, to: t.to, amount: t.amount } },
+      el('td', {}, names[t.from]), el('td', {}, names[t.to]), el('td', {}, t.amount), el('td', {}, t.reason.replace('_', ' ')))));
+}
+
+async function start() {
+  if (!token) { $('problem').textContent = 'No token for this table in this tab.'; $('problem').hidden = false; return; }
+  const [t, l] = await Promise.all([api(`/v1/tables/${tableId}`, { token }), api(`/v1/tables/${tableId}/ledger`, { token })]);
+  if (!t.ok || !l.ok) { $('problem').textContent = problemText(t.ok ? l : t); $('problem').hidden = false; return; }
+  const table = t.data;
+  const ledger = l.data;
+  const points = !ledger.transfers;
+  const accounts = table.seats.map((s) => 'seat:' + s.seat).concat(points ? [] : ['pool']);
+  const names = Object.fromEntries(accounts.map((a) => [a, a === 'pool' ? 'Pool' : seatName(table, Number(a.split(':')[1]))]));
+  const rows = series(ledger, accounts);
+  if (points) $('chart-title').textContent = 'Points after every hand';
+  if (!rows.length) { $('chart').textContent = 'No chips have moved yet.'; return; }
+  $('chart').append(chart(rows, accounts, names));
+  $('legend').replaceChildren(...accounts.map((a, k) => el('span', {},
+    el('i', { style: `background:${COLOURS[k % COLOURS.length]}` }), names[a])));
+  $('after-each-hand').replaceChildren(
+    el('tr', {}, el('th', {}, 'After hand'), accounts.map((a) => el('th', {}, names[a]))),
+    ...rows.map((r) => el('tr', { dataset: { hand: r.hand } }, el('td', {}, r.hand),
+      accounts.map((a) => el('td', { dataset: { account: a } }, r.values[a])))));
+  const pick = $('hand-pick');
+  pick.replaceChildren(...rows.map((r) => el('option', { value: r.hand }, `Hand ${r.hand}`)));
+  pick.value = rows[0].hand;
+  pick.onchange = () => flows(ledger, Number(pick.value), names);
+  flows(ledger, rows[0].hand, names);
+}
+
+start();

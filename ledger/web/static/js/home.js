@@ -1,0 +1,51 @@
+import { api, el, problemText, rememberToken } from './api.js';
+
+const form = document.getElementById('new-game');
+const problem = document.getElementById('new-game-problem');
+const botSelect = document.getElementById('bot-select');
+
+// Bot strengths from GET /v1/bots when the service has it; random and heuristic otherwise.
+// (Asked only when the spec lists it, so an older service logs no 404.)
+api('/openapi.json').then((spec) => (spec.ok && spec.data.paths && spec.data.paths['/v1/bots']
+  ? api('/v1/bots') : { ok: false })).then((r) => {
+  const items = r.ok && r.data ? (r.data.items || r.data.bots || r.data) : null;
+  if (!Array.isArray(items) || !items.length) return;
+  botSelect.replaceChildren(...items.map((b) => {
+    const name = typeof b === 'string' ? b : (b.name || b.id);
+    return el('option', { value: name, selected: name === 'heuristic' }, name);
+  }));
+});
+
+form.addEventListener('submit', async (ev) => {
+  ev.preventDefault();
+  problem.hidden = true;
+  const f = new FormData(form);
+  const n = Number(f.get('seats'));
+  const bot = f.get('bot');
+  const seats = [{ name: f.get('name') || 'You' }];
+  for (let i = 1; i < n; i++) seats.push({ name: 'Bot ' + 'ABC'[i - 1], bot });
+  const variant = f.get('variant');
+  const body = {
+    variant, scoring: variant === 'rounce' ? 'points' : f.get('scoring'), seats,
+    first_dealer: 'lots', deal: 'shuffled', options: { auto_deal: true },
+  };
+  const button = form.querySelector('button');
+  button.disabled = true;
+  const r = await api('/v1/tables', { method: 'POST', body });
+  button.disabled = false;
+  if (!r.ok) {
+    problem.textContent = problemText(r);
+    problem.hidden = false;
+    return;
+  }
+  sessionStorage.setItem('loo:admin:' + r.data.id, r.data.admin_token);
+  rememberToken(r.data.id, r.data.seats[0].token);
+  location.href = '/tables/' + r.data.id;
+});
+
+document.getElementById('open-table').addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  const f = new FormData(ev.target);
+  const id = String(f.get('table')).trim();
+  location.href = '/tables/' + encodeURIComponent(id) + '#token=' + encodeURIComponent(String(f.get('token')).trim());
+});

@@ -1,0 +1,188 @@
+import { api, el, fragmentParams, problemText, seatName, tileEl, tokenFor } from './api.js';
+import { checkChain, checkDeal, selfTest } from './verify.js';
+
+const root = document.getElementById('replay-app');
+const tableId = root.dataset.table;
+const number = Number(root.dataset.hand);
+const token = tokenFor(tableId);
+const $ = (id) => document.getElementById(id);
+const SUITS = ['blanks', 'ones', 'twos', 'threes', 'fours', 'fives', 'sixes'];
+
+let table = null;
+let steps = 0;
+let step = 0;
+const cache = new Map();
+let transfers = [];
+
+function showProblem(text) { $('problem').textContent = text || ''; $('problem').hidden = !text; }
+
+async function load(k) {
+  if (!cache.has(k)) {
+    cache.set(k, api(`/v1/tables/${tableId}/hands/${number}/replay?step=${k}`, { token }).then((r) => {
+      if (!r.ok) { cache.delete(k); throw new Error(problemText(r)); }
+      return r.data;
+    }));
+  }
+  return cache.get(k);
+}
+
+function describe(e) {
+  if (!e) return 'Before the hand: nothing has happened yet.';
+  const d = e.data || {};
+  const who = d.seat !== undefined ? seatName(table, d.seat) : '';
+  switch (e.type) {
+    case 'hand_started': return `Hand ${d.number} starts; ${seatName(table, d.dealer)} deals. Commitment ${String(d.commitment || '').slice(0, 16)}…`;
+    case 'stake_posted': return `${who} puts ${d.amount} in the pool (${d.reason}).`;
+    case 'tiles_dealt': return 'The tiles are dealt.';
+    case 'trump_turned': return `The turn-up is ${d.tile}: ${SUITS[d.trump] ?? d.trump} are trumps.`;
+    case 'player_decided': return `${who} decides to ${d.choice}${d.for_pool ? ' for the pool' : ''}.`;
+    case 'tile_played': return `${who} plays ${d.tile}.`;
+    case 'trick_won': return `${who} wins the trick.`;
+    default: return `${e.type.replace(/_/g, ' ')}${who ? ': ' + who : ''}.`;
+  }
+}
+
+function render(r) {
+  const s = r.state;
+  const hand = s.hand;
+  $('step-label').textContent = `Step ${r.step} of ${r.steps}`;
+  $('step-label').dataset.step = r.step;
+  $('event').textContent = describe(r.event);
+  $('first').disabled = $('prev').disabled = r.step === 0;
+  $('next').disabled = $('last').disabled = r.step === r.steps;
+  const up = $('turn-up');
+  up.replaceChildren();
+  if (hand && hand.turn_up) {
+    up.append(el('span', {}, 'Turn-up '), tileEl(hand.turn_up), el('span', {}, ` trumps: ${SUITS[hand.trump] ?? 'none'}`));
+  }
+  up.append(el('span', { class: 'pool', dataset: { pool: s.pool } }, ` Pool: ${s.pool}`));
+  const trick = hand && hand.tricks.length ? hand.tricks[hand.tricks.length - 1] : null;
+  $('trick').replaceChildren(...(trick ? [
+    el('p', {}, `Trick ${hand.tricks.length}: ${seatName(table, trick.leader)} led ${SUITS[trick.suit] ?? ''}` +
+      (trick.winner !== null && trick.winner !== undefined ? `; ${seatName(table, trick.winner)} won it` : '')),
+    el('div', { class: 'played', id: 'trick-plays' }, trick.plays.map((p) =>
+      el('figure', {}, tileEl(p.tile), el('figcaption', {}, seatName(table, p.seat))))),
+  ] : []));
+  $('seats').replaceChildren(...table.seats.map((seat) => {
+    const held = hand && hand.hands ? hand.hands[seat.seat] : [];
+    const tiles = Array.isArray(held) ? held : [];
+    const decision = hand && hand.decisions ? hand.decisions[seat.seat] : undefined;
+    return el('div', { class: 'seat', dataset: { seat: seat.seat } },
+      el('div', { class: 'seat-head' }, el('strong', {}, seat.name),
+        hand && hand.dealer === seat.seat ? el('span', { class: 'tag' }, 'dealer') : null,
+        decision ? el('span', { class: 'tag' }, decision) : null),
+      el('div', { class: 'seat-meta' }, `balance ${s.balances[seat.seat]} · tricks ${hand && hand.tricks_won ? hand.tricks_won[seat.seat] ?? 0 : 0}`),
+      el('div', { class: 'tiles' }, tiles.map((t) => tileEl(t))));
+  }));
+  const box = $('settlement');
+  box.replaceChildren();
+  if (r.step === r.steps) {
+    const mine = transfers.filter((t) => t.hand === number);
+    if (mine.length) {
+      box.append(el('h3', {}, 'Settlement'), el('table', { class: 'data' },
+        el('tr', {}, el('th', {}, 'From'), el('th', {}, 'To'), el('th', {}, 'Chips'), el('th', {}, 'Why')),
+        mine.map((t) => el('tr', {}, el('td', {}, account(t.from)), el('td', {}, account(t.to)),
+          el('td', {}, t.amount ?? t.delta), el('td', {}, t.reason)))));
+    }
+  }
+}
+
+function account(a) {
+  if (a === undefined) return '';
+  return a === 'pool' ? 'pool' : seatName(table, Number(String(a).split(':')[1]));
+}
+
+async function go(k) {
+  step = Math.max(0, Math.min(steps, k));
+  history.replaceState(null, '', `#step=${step}`);
+  try {
+    const r = await load(step);
+    if (r.step === step) render(r);
+    if (step < steps) load(step + 1).catch(() => {});
+  } catch (err) {
+    showProblem(err.message);
+  }
+}
+
+async function allEvents(upTo) {
+  const out = [];
+  let after = 0;
+  for (;;) {
+    const r = await api(`/v1/tables/${tableId}/events?after=${after}&limit=500`, { token });
+    if (!r.ok) throw new Error(problemText(r));
+    const batch = r.data.events;
+    for (const e of batch) if (e.version <= upTo) out.push(e);
+    if (!batch.length || batch[batch.length - 1].version >= upTo || r.data.next === null) return out;
+    after = r.data.next;
+  }
+}
+
+async function verify(handRecord) {
+  const list = $('checks');
+  const rows = [['selftest', 'The deal algorithm reproduces API.md\'s test vectors'],
+    ['commitment', 'The revealed seed matches the commitment made before the deal (SHA-256)'],
+    ['deal', 'The deal re-derives from the seed (HMAC-SHA256, Fisher–Yates)'],
+    ['chain', 'The hash chain links every event from the table\'s first to this hand\'s last']];
+  const items = Object.fromEntries(rows.map(([key, text]) => [key, el('li', { class: 'pending', dataset: { check: key } }, text)]));
+  list.replaceChildren(...Object.values(items));
+  const results = {};
+  const mark = (key, res) => {
+    results[key] = res;
+    items[key].className = res === true ? 'ok' : 'bad';
+    if (res !== true) items[key].append(el('div', { class: 'why' }, String(res)));
+  };
+  try {
+    mark('selftest', await selfTest());
+    const events = handRecord.events;
+    const players = table.seats.length;
+    const deal = await checkDeal(events, players);
+    mark('commitment', deal.commitment);
+    mark('deal', deal.deal);
+    const last = Math.max(...events.map((e) => e.version));
+    mark('chain', await checkChain(tableId, await allEvents(last)));
+  } catch (err) {
+    for (const key of Object.keys(items)) if (!(key in results)) mark(key, 'could not check: ' + err.message);
+  }
+  const failed = Object.entries(results).filter(([, v]) => v !== true);
+  const verdict = $('verdict');
+  verdict.className = 'verdict ' + (failed.length ? 'bad' : 'ok');
+  verdict.textContent = failed.length ? `✘ ${failed.length} check${failed.length > 1 ? 's' : ''} failed: this record does not verify`
+    : '✔ Verified: fair deal and an unbroken record';
+  verdict.dataset.ok = failed.length ? 'false' : 'true';
+}
+
+async function start() {
+  if (!token) { showProblem('No token for this table in this tab: open the table from the start page first.'); return; }
+  const [t, h, l] = await Promise.all([
+    api(`/v1/tables/${tableId}`, { token }),
+    api(`/v1/tables/${tableId}/hands/${number}`, { token }),
+    api(`/v1/tables/${tableId}/ledger`, { token }),
+  ]);
+  if (!t.ok) { showProblem(problemText(t)); return; }
+  if (!h.ok) { showProblem(problemText(h)); return; }
+  table = t.data;
+  transfers = l.ok ? (l.data.transfers || l.data.scores || []) : [];
+  let first;
+  try { first = await load(0); } catch (err) { showProblem(err.message); return; }
+  steps = first.steps;
+  const wanted = Number(fragmentParams().get('step') || 0);
+  await go(Number.isInteger(wanted) ? wanted : 0);
+  $('first').onclick = () => go(0);
+  $('prev').onclick = () => go(step - 1);
+  $('next').onclick = () => go(step + 1);
+  $('last').onclick = () => go(steps);
+  document.addEventListener('keydown', (ev) => {
+    if (ev.target.closest && ev.target.closest('input, select, textarea')) return;
+    if (ev.key === 'ArrowRight') { ev.preventDefault(); go(step + 1); }
+    if (ev.key === 'ArrowLeft') { ev.preventDefault(); go(step - 1); }
+    if (ev.key === 'Home') go(0);
+    if (ev.key === 'End') go(steps);
+  });
+  window.addEventListener('hashchange', () => {
+    const k = Number(fragmentParams().get('step'));
+    if (Number.isInteger(k) && k !== step) go(k);
+  });
+  verify(h.data);
+}
+
+start();

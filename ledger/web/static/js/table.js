@@ -1,0 +1,282 @@
+import { api, backEl, el, problemText, seatName, tileEl, tokenFor } from './api.js';
+
+const root = document.getElementById('table-app');
+const tableId = root.dataset.table;
+const token = tokenFor(tableId);
+const $ = (id) => document.getElementById(id);
+const SUITS = ['blanks', 'ones', 'twos', 'threes', 'fours', 'fives', 'sixes'];
+const DECISION = { play: 'Play', miss: 'Miss (draw new tiles)', drop: 'Drop' };
+
+let table = null;
+let busy = false;
+let selected = new Set();
+
+function showProblem(text) {
+  const p = $('problem');
+  p.textContent = text || '';
+  p.hidden = !text;
+}
+
+function ends(tile) { return tile.split('-').map(Number); }
+function isTrump(tile, trump) { return trump !== null && trump !== undefined && ends(tile).includes(trump); }
+
+// Why a tile in my hand is not among the legal plays (RULES.md §6), as far as we can tell.
+function reasonFor(tile, hand, legalTiles) {
+  if (!legalTiles.length) return 'not your turn';
+  const trick = currentTrick(hand);
+  if (!trick) {
+    return 'you must lead a trump (rules 6.1 and 6.2)';
+  }
+  const s = trick.suit;
+  const follows = legalTiles.some((t) => !isTrump(t, hand.trump) && ends(t).includes(s)) ||
+    (s === hand.trump);
+  if (follows) return `you must follow ${SUITS[s]}, the suit led (rule 6.3)`;
+  return `you cannot follow ${SUITS[s]}: you must play a trump (rule 6.4)`;
+}
+
+function currentTrick(hand) {
+  const tricks = hand.tricks || [];
+  const last = tricks[tricks.length - 1];
+  return last && (last.winner === null || last.winner === undefined) ? last : null;
+}
+
+async function act(body) {
+  if (busy) return;
+  busy = true;
+  showProblem('');
+  const r = await api(`/v1/tables/${tableId}/actions`, {
+    token, method: 'POST', body: { ...body, expected_version: table.version },
+    headers: { 'Idempotency-Key': crypto.randomUUID() },
+  });
+  busy = false;
+  if (!r.ok) {
+    showProblem('Move refused: ' + problemText(r));
+    if (r.status === 409) await refresh();
+    return;
+  }
+  selected = new Set();
+  render(r.data.table);
+}
+
+function label(a, hand) {
+  if (a.type === 'decide') {
+    if (a.for_pool) return 'Play for the pool';
+    if (a.take_turn_up) return `Play, take ${hand.turn_up}, discard ${a.discard.join(' ')}`;
+    return DECISION[a.choice] || a.choice;
+  }
+  if (a.type === 'play') return a.suit === undefined ? a.tile : `${a.tile} as ${SUITS[a.suit]}`;
+  if (a.type === 'discard') return 'Discard ' + a.tiles.join(' ');
+  return a.type;
+}
+
+function actionButton(a, hand, content) {
+  return el('button', {
+    type: 'button', class: 'move', onclick: () => act(a),
+    dataset: { action: JSON.stringify(a) },
+  }, content || label(a, hand));
+}
+
+function renderMoves(t) {
+  const box = $('moves');
+  const hand = t.hand;
+  const legal = t.legal_actions || [];
+  box.replaceChildren();
+  if (!hand) {
+    box.append(el('p', {}, t.status === 'playing' ? 'Waiting for the next hand.' : 'The game is over.'));
+    return;
+  }
+  const mySeat = t.viewer && t.viewer.seat;
+  const actor = legal.length ? (legal[0].seat ?? mySeat) : mySeat;
+  if (!legal.length) {
+    const who = hand.turn === null || hand.turn === undefined ? 'nobody' : seatName(t, hand.turn);
+    const text = hand.phase === 'complete' || hand.phase === 'settling'
+      ? 'This hand is over.' : `Waiting for ${who}.`;
+    box.append(el('p', { class: 'waiting' }, text));
+  } else if (t.viewer && t.viewer.role === 'admin') {
+    box.append(el('p', { class: 'hint' }, `Acting as the admin for ${seatName(t, actor)}.`));
+  }
+  const myTiles = Array.isArray(hand.hands?.[actor]) ? hand.hands[actor] : [];
+  if (hand.phase === 'deciding') {
+    const plain = legal.filter((a) => !a.take_turn_up);
+    const takes = legal.filter((a) => a.take_turn_up);
+    box.append(el('div', { class: 'move-row' }, plain.map((a) => actionButton(a, hand))));
+    if (takes.length) {
+      box.append(el('div', { class: 'move-row' },
+        el('span', { class: 'row-label' }, `Play, take the turn-up ${hand.turn_up} and discard:`),
+        takes.map((a) => actionButton(a, hand, tileEl(a.discard[0])))));
+    }
+  } else if (hand.phase === 'discarding') {
+    const discards = legal.filter((a) => a.type === 'discard');
+    if (discards.length) {
+      const need = discards[0].tiles.length;
+      box.append(el('p', {}, `Choose ${need} tile${need > 1 ? 's' : ''} to discard:`));
+      box.append(el('div', { class: 'move-row' }, myTiles.map((tile) => el('button', {
+        type: 'button', class: 'move toggle', 'aria-pressed': selected.has(tile) ? 'true' : 'false',
+        dataset: { tile },
+        onclick: () => {
+          if (selected.has(tile)) selected.delete(tile); else selected.add(tile);
+          renderMoves(table);
+        },
+      }, tileEl(tile)))));
+      const key = [...selected].sort().join(',');
+      const match = discards.find((a) => [...a.tiles].sort().join(',') === key);
+      box.append(el('div', { class: 'move-row' }, el('button', {
+        type: 'button', class: 'move primary', id: 'discard-button', disabled: !match,
+        onclick: () => match && act(match),
+        dataset: match ? { action: JSON.stringify(match) } : {},
+      }, match ? 'Discard ' + match.tiles.join(' ') : `Discard (choose ${need})`)));
+    }
+  } else if (hand.phase === 'playing') {
+    const plays = legal.filter((a) => a.type === 'play');
+    const legalTiles = plays.map((a) => a.tile);
+    const row = el('div', { class: 'move-row' });
+    for (const tile of myTiles) {
+      const mine = plays.filter((a) => a.tile === tile);
+      if (!mine.length) {
+        row.append(el('button', { type: 'button', class: 'move', disabled: true,
+          title: reasonFor(tile, hand, legalTiles), 'aria-label': `${tile}: ${reasonFor(tile, hand, legalTiles)}` },
+        tileEl(tile)));
+      } else {
+        for (const a of mine) {
+          row.append(actionButton(a, hand, a.suit === undefined ? tileEl(tile)
+            : [tileEl(tile), el('span', { class: 'as' }, 'as ' + SUITS[a.suit])]));
+        }
+      }
+    }
+    box.append(row);
+  }
+  const others = legal.filter((a) => !['decide', 'discard', 'play'].includes(a.type));
+  if (others.length) box.append(el('div', { class: 'move-row' }, others.map((a) => actionButton(a, hand))));
+}
+
+function renderSeats(t) {
+  const hand = t.hand || {};
+  const box = $('seats');
+  box.replaceChildren(...t.seats.map((s) => {
+    const held = hand.hands ? hand.hands[s.seat] : null;
+    const tiles = Array.isArray(held) ? held.map((x) => tileEl(x))
+      : held ? Array.from({ length: held.count }, backEl) : [];
+    const tags = [];
+    if (t.dealer === s.seat) tags.push(el('span', { class: 'tag' }, 'dealer'));
+    if (hand.turn === s.seat && hand.phase !== 'complete') tags.push(el('span', { class: 'tag turn' }, 'to play'));
+    if (s.bot) tags.push(el('span', { class: 'tag bot' }, s.bot + ' bot'));
+    if (t.viewer && t.viewer.seat === s.seat) tags.push(el('span', { class: 'tag you' }, 'you'));
+    const decision = hand.decisions ? hand.decisions[s.seat] : undefined;
+    const money = t.scoring === 'points' ? `${s.score} points` : `${s.balance} chips`;
+    return el('div', { class: 'seat' + (hand.turn === s.seat ? ' active' : ''), dataset: { seat: s.seat } },
+      el('div', { class: 'seat-head' }, el('strong', {}, s.name), ...tags),
+      el('div', { class: 'seat-meta' },
+        el('span', { class: 'balance', dataset: { balance: s.balance, score: s.score } }, money),
+        el('span', {}, ` · tricks ${hand.tricks_won ? (hand.tricks_won[s.seat] ?? 0) : 0}`),
+        decision ? el('span', {}, ` · ${decision}`) : null),
+      el('div', { class: 'tiles' }, tiles));
+  }));
+}
+
+function renderCentre(t) {
+  const hand = t.hand;
+  $('hand-number').textContent = hand ? hand.number : '–';
+  const up = $('turn-up');
+  up.replaceChildren();
+  if (hand && hand.turn_up) {
+    up.append(el('span', {}, 'Turn-up '), tileEl(hand.turn_up),
+      el('span', {}, ` trumps: ${hand.trump === null || hand.trump === undefined ? 'none' : SUITS[hand.trump]}`),
+      ...(hand.turn_up_taken ? [el('span', { class: 'tag' }, 'taken by the dealer')] : []));
+  }
+  if (t.scoring !== 'points') {
+    up.append(el('span', { class: 'pool', dataset: { pool: t.pool } }, ` Pool: ${t.pool} chips`));
+  }
+  const trickBox = $('trick');
+  trickBox.replaceChildren();
+  const trick = hand ? currentTrick(hand) : null;
+  if (trick) {
+    trickBox.append(el('p', {}, `${seatName(t, trick.leader)} led ${SUITS[trick.suit] ?? ''}`),
+      el('div', { class: 'played' }, trick.plays.map((p) =>
+        el('figure', {}, tileEl(p.tile), el('figcaption', {}, seatName(t, p.seat))))));
+  }
+  const list = $('tricks');
+  list.replaceChildren(...(hand ? hand.tricks : []).filter((x) => x.winner !== null && x.winner !== undefined)
+    .map((x) => el('li', {}, x.plays.map((p) => el('span', { class: 'play' }, seatName(t, p.seat) + ' ', tileEl(p.tile))),
+      el('span', { class: 'winner' }, ` → ${seatName(t, x.winner)}`))));
+}
+
+function renderSummary(t) {
+  const hand = t.hand;
+  const parts = [`${t.variant === 'rounce' ? 'Rounce' : 'Loo'}, ${t.scoring} scoring`, `status ${t.status}`];
+  if (hand) parts.push(`hand ${hand.number}: ${hand.phase}`);
+  if (hand && hand.turn !== null && hand.turn !== undefined && hand.phase !== 'complete') parts.push(`${seatName(t, hand.turn)} to act`);
+  if (t.winner !== null && t.winner !== undefined) parts.push(`winner: ${seatName(t, t.winner)}`);
+  const who = t.viewer ? (t.viewer.role === 'seat' ? `you are ${seatName(t, t.viewer.seat)}` : `viewing as ${t.viewer.role}`) : '';
+  $('summary').textContent = parts.join(' · ') + (who ? ' · ' + who : '');
+  $('summary').dataset.version = t.version;
+  const hands = $('hands');
+  const done = hand ? (hand.phase === 'complete' ? hand.number : hand.number - 1) : 0;
+  hands.replaceChildren(...Array.from({ length: done }, (_, i) => el('li', {},
+    el('a', { href: `/tables/${tableId}/hands/${i + 1}/replay` }, `Hand ${i + 1}: replay and verify`))));
+  if (!done) hands.append(el('li', {}, 'No hand is complete yet.'));
+}
+
+function render(t) {
+  table = t;
+  renderSummary(t);
+  renderMoves(t);
+  renderSeats(t);
+  renderCentre(t);
+  const adminToken = sessionStorage.getItem('loo:admin:' + tableId);
+  const links = $('table-links');
+  if (adminToken && !links.querySelector('.admin-link') && t.viewer && t.viewer.role === 'seat') {
+    links.append(' · ', el('a', { class: 'admin-link', href: `/tables/${tableId}#token=${encodeURIComponent(adminToken)}`,
+      target: '_blank', rel: 'noopener' }, 'Admin view (every tile)'));
+  }
+}
+
+async function refresh() {
+  const r = await api(`/v1/tables/${tableId}`, { token });
+  if (!r.ok) {
+    showProblem(problemText(r));
+    return false;
+  }
+  if (!table || r.data.version !== table.version) render(r.data);
+  return true;
+}
+
+// Live updates: the SSE feed where the service has it, short polling otherwise.
+let pending = null;
+function soon() {
+  if (!pending) pending = setTimeout(() => { pending = null; refresh(); }, 150);
+}
+
+async function follow() {
+  try {
+    const resp = await fetch(`/v1/tables/${tableId}/events`, {
+      headers: { Accept: 'text/event-stream', Authorization: 'Bearer ' + token },
+    });
+    const type = resp.headers.get('content-type') || '';
+    if (!resp.ok || !type.startsWith('text/event-stream')) { resp.body?.cancel(); return false; }
+    const reader = resp.body.getReader();
+    (async () => {
+      for (;;) {
+        const { done } = await reader.read();
+        if (done) break;
+        soon();
+      }
+      setTimeout(follow, 1000);
+    })().catch(() => setTimeout(follow, 1000));
+    return true;
+  } catch (_) {
+    return false;
+  }
+}
+
+async function start() {
+  if (!token) {
+    showProblem('No token for this table in this tab. Open the table from the start page with its id and a token.');
+    $('summary').textContent = 'No token.';
+    return;
+  }
+  if (!(await refresh())) return;
+  const streaming = await follow();
+  setInterval(refresh, streaming ? 5000 : 700);
+}
+
+start();

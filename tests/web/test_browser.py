@@ -1,0 +1,258 @@
+"""The web app in a real browser (issue 19): headless Debian chromium driven by selenium
+against `loo serve` on embedded SQLite. One server and one browser for the module.
+
+A person plays a whole hand against three bots by clicking only, and the ledger over the
+API matches what the page showed; the replay steps through every event with the page's
+tiles equal to the API's replay; a tampered event makes the in-browser check fail; the
+chip-flow chart's numbers are the API's. Every page is screenshotted under
+tests/artefacts/ (git-ignored) and must log no console error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.test_serve_process import serving
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+ARTEFACTS = Path(__file__).resolve().parents[1] / "artefacts" / "web"
+DEADLINE = 15.0
+
+if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
+    if os.environ.get("CI"):
+        pytest.fail("chromium and chromedriver are missing (.ci/run installs them)",
+                    pytrace=False)
+    pytest.skip("chromium/chromedriver not installed (apt-get install chromium "
+                "chromium-driver)", allow_module_level=True)
+
+webdriver = pytest.importorskip("selenium.webdriver")
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+
+FLAGS = ("--headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run "
+         "--disable-background-networking --disable-component-update --disable-sync").split()
+
+
+def wait_for(what: str, check: Callable[[], Any], deadline: float = DEADLINE) -> Any:
+    """Poll CHECK until it returns something truthy, or fail naming WHAT."""
+    end = time.monotonic() + deadline
+    while True:
+        try:
+            value = check()
+        except Exception:  # an element replaced while we read it: read again
+            value = None
+        if value:
+            return value
+        if time.monotonic() > end:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def get(url: str, token: str) -> Any:
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.loads(r.read())
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    cwd = tmp_path_factory.mktemp("web-serve")
+    db = cwd / "loo.db"
+    with serving(cwd=cwd, DATABASE_URL=f"sqlite:///{db}") as url:
+        yield url, db
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    profile = tempfile.mkdtemp(prefix="loo-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={profile}")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_window_size(1100, 1300)
+    ARTEFACTS.mkdir(parents=True, exist_ok=True)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def settle(driver: Any, name: str) -> None:
+    """Screenshot the page and assert the browser logged no error on it."""
+    driver.save_screenshot(str(ARTEFACTS / f"{name}.png"))
+    errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    assert not errors, errors
+
+
+@pytest.fixture(scope="module")
+def played(server, browser) -> dict[str, Any]:
+    """Start a game from the home page and play hand 1 to settlement by clicking only."""
+    url, _ = server
+    browser.get(url + "/")
+    wait_for("the home page's form", lambda: browser.find_element(By.ID, "new-game"))
+    settle(browser, "home")
+    browser.find_element(By.CSS_SELECTOR, "#new-game button[type=submit]").click()
+    wait_for("the table page", lambda: "/tables/" in browser.current_url)
+    table_id = browser.current_url.rsplit("/", 1)[-1].split("#")[0]
+    token = wait_for("the seat token", lambda: browser.execute_script(
+        "return sessionStorage.getItem(arguments[0])", f"loo:token:{table_id}"))
+    admin = browser.execute_script("return sessionStorage.getItem(arguments[0])",
+                                   f"loo:admin:{table_id}")
+    shot = False
+    clicks = 0
+    while True:
+        summary = wait_for("the summary", lambda: browser.find_element(By.ID, "summary")
+                           .get_attribute("data-version"))
+        assert summary
+        text = browser.find_element(By.ID, "summary").text
+        if "hand 1:" not in text or "complete" in text:
+            break
+        moves = browser.find_elements(By.CSS_SELECTOR, "#moves button.move:not([disabled])")
+        plain = [b for b in moves if "toggle" not in b.get_attribute("class")]
+        if plain:
+            if not shot and len(browser.find_elements(By.CSS_SELECTOR, "#moves button")) > 2:
+                settle(browser, "table-seat")
+                shot = True
+            version = summary
+            plain[0].click()
+            clicks += 1
+            wait_for("the page to take the move", lambda v=version: browser.find_element(
+                By.ID, "summary").get_attribute("data-version") != v)
+        elif moves:  # a discard after a miss: choose tiles until the discard is legal
+            for b in moves:
+                if browser.find_elements(By.CSS_SELECTOR, "#discard-button:not([disabled])"):
+                    break
+                b.click()
+        else:
+            time.sleep(0.05)
+        assert clicks < 40, "the hand did not end"
+    settle(browser, "table-after-hand")
+    return {"url": url, "id": table_id, "token": token, "admin": admin, "clicks": clicks}
+
+
+def page_balances(driver: Any) -> tuple[dict[str, int], int, int]:
+    seats = {}
+    for seat in driver.find_elements(By.CSS_SELECTOR, "#seats .seat"):
+        balance = seat.find_element(By.CSS_SELECTOR, ".balance").get_attribute("data-balance")
+        seats[f"seat:{seat.get_attribute('data-seat')}"] = int(balance)
+    pool = int(driver.find_element(By.CSS_SELECTOR, "#turn-up .pool").get_attribute("data-pool"))
+    version = int(driver.find_element(By.ID, "summary").get_attribute("data-version"))
+    return seats, pool, version
+
+
+def test_a_hand_played_by_clicking_settles_and_the_ledger_matches_the_page(played, browser):
+    base, tid, token = played["url"], played["id"], played["token"]
+    assert played["clicks"] >= 1
+    seats, pool, version = page_balances(browser)
+    table = get(f"{base}/v1/tables/{tid}", token)
+    assert table["version"] == version  # the page shows the table as it is now
+    ledger = get(f"{base}/v1/tables/{tid}/ledger", token)
+    assert ledger["balances"] == {**seats, "pool": pool}
+    assert any(t["hand"] == 1 and t["reason"] in ("trick", "loo", "pool_award")
+               for t in ledger["transfers"])  # hand 1 was settled
+    assert get(f"{base}/v1/tables/{tid}/hands/1", token)["complete"] is True
+
+
+def test_admin_view_shows_every_tile(played, browser):
+    browser.get(f"{played['url']}/tables/{played['id']}#token={played['admin']}")
+    wait_for("the admin's seats", lambda: browser.find_elements(By.CSS_SELECTOR, "#seats .seat"))
+    wait_for("tiles face up", lambda: browser.find_elements(By.CSS_SELECTOR, "#seats .tile"))
+    assert not browser.find_elements(By.CSS_SELECTOR, "#seats .tile.back")
+    assert "#token" not in browser.current_url  # the token leaves the address bar
+    settle(browser, "table-admin")
+
+
+def tiles_on_page(driver: Any) -> dict[str, list[str]]:
+    out = {}
+    for seat in driver.find_elements(By.CSS_SELECTOR, "#seats .seat"):
+        out[seat.get_attribute("data-seat")] = sorted(
+            t.get_attribute("title") for t in seat.find_elements(By.CSS_SELECTOR, ".tile"))
+    return out
+
+
+def test_replay_steps_through_every_event_and_verifies(played, browser):
+    base, tid, token = played["url"], played["id"], played["token"]
+    browser.get(f"{base}/tables/{tid}/hands/1/replay#step=0")
+    label = lambda: browser.find_element(By.ID, "step-label").get_attribute("data-step")  # noqa: E731
+    wait_for("step 0", lambda: label() == "0")
+    verdict = wait_for("the verdict", lambda: browser.find_element(By.ID, "verdict")
+                       .get_attribute("data-ok"))
+    assert verdict == "true", browser.find_element(By.ID, "checks").text
+    steps = get(f"{base}/v1/tables/{tid}/hands/1/replay?step=0", token)["steps"]
+    body = browser.find_element(By.TAG_NAME, "body")
+    for k in range(steps + 1):
+        if k:
+            body.send_keys(Keys.ARROW_RIGHT)
+            wait_for(f"step {k}", lambda k=k: label() == str(k))
+        state = get(f"{base}/v1/tables/{tid}/hands/1/replay?step={k}", token)["state"]
+        hands = (state["hand"] or {}).get("hands") or {}
+        want = {seat: sorted(hands.get(seat, [])) for seat in tiles_on_page(browser)}
+        assert tiles_on_page(browser) == want, f"step {k}"
+        if k == 20:
+            settle(browser, "replay")
+    assert browser.find_elements(By.CSS_SELECTOR, "#settlement table")  # the settlement
+    body.send_keys(Keys.ARROW_LEFT)
+    wait_for("a step back", lambda: label() == str(steps - 1))
+    browser.get(f"{base}/tables/{tid}/hands/1/replay#step=7")  # a deep link
+    wait_for("step 7 by its link", lambda: label() == "7")
+    settle(browser, "replay-step-7")
+
+
+def test_chip_chart_shows_the_ledger(played, browser):
+    base, tid, token = played["url"], played["id"], played["token"]
+    browser.get(f"{base}/tables/{tid}/chips")
+    dots = wait_for("the chart", lambda: browser.find_elements(By.CSS_SELECTOR,
+                                                                "#balance-chart circle"))
+    ledger = get(f"{base}/v1/tables/{tid}/ledger", token)
+    totals: dict[str, int] = {}
+    after: dict[int, dict[str, int]] = {}
+    for t in ledger["transfers"]:
+        totals[t["from"]] = totals.get(t["from"], 0) - t["amount"]
+        totals[t["to"]] = totals.get(t["to"], 0) + t["amount"]
+        after[t["hand"]] = dict(totals)
+    shown = {(int(d.get_attribute("data-hand")), d.get_attribute("data-account")):
+             int(d.get_attribute("data-value")) for d in dots}
+    expected = {(hand, acct): values.get(acct, 0) for hand, values in after.items()
+                for acct in {a for _, a in shown}}
+    assert shown == expected
+    flows = browser.find_elements(By.CSS_SELECTOR, "#flows tr[data-amount]")
+    assert sum(int(f.get_attribute("data-amount")) for f in flows) == sum(
+        t["amount"] for t in ledger["transfers"] if t["hand"] == 1)
+    settle(browser, "chips")
+
+
+def test_a_tampered_event_fails_the_browser_check(played, server, browser):
+    base, tid = played["url"], played["id"]
+    _, db = server
+    with sqlite3.connect(db) as conn:  # what an intruder with the database file could do
+        conn.execute("DROP TRIGGER IF EXISTS events_no_update")
+        (version,) = conn.execute("SELECT min(version) FROM events WHERE table_id = ? "
+                                  "AND hand = 1 AND type = 'player_decided'", (tid,)).fetchone()
+        conn.execute("UPDATE events SET recorded_at = '2001-01-01T00:00:00+00:00' "
+                     "WHERE table_id = ? AND version = ?", (tid, version))
+    browser.get(f"{base}/tables/{tid}/hands/1/replay")
+    verdict = wait_for("the verdict", lambda: browser.find_element(By.ID, "verdict")
+                       .get_attribute("data-ok"))
+    assert verdict == "false"
+    chain = browser.find_element(By.CSS_SELECTOR, "#checks [data-check=chain]")
+    assert chain.get_attribute("class") == "bad" and f"event {version}" in chain.text
+    deal = browser.find_element(By.CSS_SELECTOR, "#checks [data-check=deal]")
+    assert deal.get_attribute("class") == "ok"  # only what was changed fails
+    settle(browser, "replay-tampered")
