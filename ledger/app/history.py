@@ -82,7 +82,13 @@ def hand_document(table_id: str, before: tb.Table, stored: Sequence[Any],
                   checkpoint: dict[str, Any] | None = None) -> dict[str, Any]:
     """The loo-hh 1.0 file of one complete hand. `before`: the table before its hand_started."""
     decoded = [decode(s) for s in stored]
-    t = tb.replay(decoded, before)
+    return _document(table_id, before, stored, decoded, tb.replay(decoded, before), checkpoint)
+
+
+def _document(table_id: str, before: tb.Table, stored: Sequence[Any],
+              decoded: Sequence[ev.Event], t: tb.Table,
+              checkpoint: dict[str, Any] | None) -> dict[str, Any]:
+    """hand_document, given the decoded events and the table after them."""
     h = t.hand
     assert h is not None
     started = next(e for e in decoded if isinstance(e, ev.HandStarted))
@@ -156,33 +162,47 @@ def table_history(table_id: str, load: Callable[[int, int], Sequence[Any]], up_t
     """One file per complete hand of a table, in order; `load(after, up_to)` reads events.
 
     Only one hand's events and the folded table are held at a time; `numbers` picks hands.
+    Each event is decoded once; a hand is folded in one batch.
     """
     by_version = {cp["version"]: cp for cp in checkpoints}
     t = tb.replay([])
-    before: tb.Table | None = None
     current: list[Any] = []
-
-    def finish() -> Iterator[dict[str, Any]]:
-        if before is not None and current and complete(current):
-            number = current[0].data["number"]
-            if numbers(number):
-                ends = [s.version for s in current if s.type in ("hand_settled", "game_won")]
-                yield hand_document(table_id, before, current, by_version.get(ends[-1]))
-
+    number = 0
     after = 0
     while after < up_to:
         page = load(after, min(after + PAGE, up_to))
         if not page:
             break
         for s in page:
-            if s.type == "hand_started":
-                yield from finish()
-                before, current = t, [s]
-            elif current and s.hand == current[0].data["number"]:
+            if current and s.hand == number and s.type != "hand_started":
                 current.append(s)
-            t = tb.evolve(t, decode(s))
+                continue
+            if current:  # the hand is over: its file, and the table after it
+                doc, t = _finish(table_id, t, current, by_version, numbers(number))
+                if doc is not None:
+                    yield doc
+                current = []
+            if s.type == "hand_started":
+                current, number = [s], s.data["number"]
+            else:
+                t = tb.evolve(t, decode(s))
         after = page[-1].version
-    yield from finish()
+    if current:
+        doc, t = _finish(table_id, t, current, by_version, numbers(number))
+        if doc is not None:
+            yield doc
+
+
+def _finish(table_id: str, before: tb.Table, stored: list[Any],
+            checkpoints: dict[int, dict[str, Any]], wanted: bool,
+            ) -> tuple[dict[str, Any] | None, tb.Table]:
+    decoded = [decode(s) for s in stored]
+    after = tb.replay(decoded, before)
+    if not wanted or not complete(stored):
+        return None, after
+    ends = [s.version for s in stored if s.type in ("hand_settled", "game_won")]
+    return _document(table_id, before, stored, decoded, after,
+                     checkpoints.get(ends[-1])), after
 
 
 def hand_history(table_id: str, stored: Sequence[Any], number: int,

@@ -309,3 +309,15 @@ def bench_api(database_url: str | None, seconds: float, clients: int, threads: i
     api = bench_module("api")
 
     api.run(s.database_url, seconds=seconds, clients=clients, threads=threads, out=click.echo)
+
+
+@bench.command("export")
+@click.option("--database-url", envvar="DATABASE_URL", default=None,
+              help="a postgresql:// database (a fresh schema, dropped after); "
+                   "unset: a fresh SQLite file")
+@click.option("--hands", type=click.IntRange(min=2), default=300, show_default=True)
+def bench_export(database_url: str | None, hands: int) -> None:
+    """loo-hh hands exported per second against reading the same events bare."""
+    export = bench_module("export")
+
+    export.run(database_url or "", hands=hands, out=click.echo)

@@ -225,24 +225,28 @@ def _per_seat(value: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(value[str(s)] for s in range(len(value)))
 
 
+def _tiles(value: Any) -> tuple[Tile, ...]:
+    return tuple(map(parse_tile, value))
+
+
+# One decoder per field name that needs one (every other field is kept as stored); built
+# once, so decoding an event is a dict lookup per field (it runs on every read).
+_DECODERS: dict[str, Any] = {
+    **dict.fromkeys(TILE_FIELDS, parse_tile),
+    **dict.fromkeys(TILE_LIST_FIELDS, _tiles),
+    **dict.fromkeys(PER_SEAT_FIELDS, lambda v: _per_seat(v)),
+    **dict.fromkeys(("tied", "looed", "dropped"), tuple),
+    "hands": lambda v: tuple(_tiles(h) for h in _per_seat(v)),
+    "plays": lambda v: tuple((p["seat"], parse_tile(p["tile"])) for p in v),
+    "deltas": lambda v: tuple((d["seat"], d["delta"], d["reason"]) for d in v),
+}
+
+
 def _decode(field: str, value: Any) -> Any:
     if value is None:
         return None
-    if field in TILE_FIELDS:
-        return parse_tile(value)
-    if field in TILE_LIST_FIELDS:
-        return tuple(parse_tile(t) for t in value)
-    if field == "hands":
-        return tuple(tuple(parse_tile(t) for t in h) for h in _per_seat(value))
-    if field == "plays":
-        return tuple((p["seat"], parse_tile(p["tile"])) for p in value)
-    if field in PER_SEAT_FIELDS:
-        return _per_seat(value)
-    if field == "deltas":
-        return tuple((d["seat"], d["delta"], d["reason"]) for d in value)
-    if field in ("tied", "looed", "dropped"):
-        return tuple(value)
-    return value
+    fn = _DECODERS.get(field)
+    return value if fn is None else fn(value)
 
 
 def to_data(event: Event) -> dict[str, Any]:
@@ -250,7 +254,13 @@ def to_data(event: Event) -> dict[str, Any]:
     return {f.name: _encode(f.name, getattr(event, f.name)) for f in fields(event)}
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
 def from_data(type_: str, data: dict[str, Any]) -> Event:
     """Rebuild an event from its stored type and data."""
     cls = REGISTRY[type_]
-    return cls(**{f.name: _decode(f.name, data[f.name]) for f in fields(cls) if f.name in data})
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
+    return cls(**{n: _decode(n, data[n]) for n in names if n in data})

@@ -55,3 +55,14 @@ def _schemas(url: str, like: str) -> list[str]:
     with psycopg.connect(url) as conn:
         return [r[0] for r in conn.execute(
             "SELECT nspname FROM pg_namespace WHERE nspname LIKE %s", (like,))]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_bench_export_prints_its_ratio_and_cleans_up(pg_url: str, backend: str) -> None:
+    from bench import export
+
+    lines: list[str] = []
+    export.run(pg_url if backend == "postgres" else "", hands=3, repeat=1, out=lines.append)
+    assert RATIO.match(lines[-1]) and lines[-1].startswith("ratio export_vs_read ")
+    assert _ratios(lines)["export_vs_read"] > 0
+    assert _schemas(pg_url, "loo_bench_export_%") == []

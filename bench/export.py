@@ -1,0 +1,108 @@
+"""`loo bench export`: loo-hh hands exported per second against reading the same events bare.
+
+One all-bot table of `hands` hands is played into a fresh SQLite file (or a fresh
+PostgreSQL schema with --database-url). Then, in the same run and over the same events:
+- read: the table's events loaded page by page through the store (what any export must do);
+- export: the same pages turned into loo-hh 1.0 files (fold, build, JSON-encode), as
+  `GET /v1/tables/{id}/history` streams them.
+`ratio export_vs_read` = export hands/s ÷ read hands/s (target 0.5: building the files costs
+at most as much again as reading the events).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+
+import orjson
+
+from ledger.app.history import PAGE, table_history
+from ledger.app.service import Ledger
+from ledger.bootstrap import Settings, bootstrap
+from ledger.core import commands as c
+
+
+def _table(led: Ledger, hands: int) -> str:
+    seats = tuple((f"bot{i}", "heuristic") for i in range(4))
+    tid, _, _ = led.create_table(c.CreateTable("loo", "pool", seats, 0, "shuffled",
+                                               {"auto_deal": False}))
+    for _ in range(hands):
+        led.execute(tid, c.StartHand())
+    return tid
+
+
+def _best(fn: Callable[[], int], repeat: int) -> tuple[float, int]:
+    best, count = float("inf"), 0
+    for _ in range(repeat):
+        start = time.perf_counter()
+        count = fn()
+        best = min(best, time.perf_counter() - start)
+    return best, count
+
+
+def run(database_url: str = "", hands: int = 300, repeat: int = 3,
+        out: Callable[[str], None] = print) -> None:
+    tmp = tempfile.mkdtemp(prefix="loo-bench-export-")
+    schema = None
+    if database_url.startswith("postgres"):
+        import psycopg
+
+        from bench.api import in_schema
+
+        schema = f"loo_bench_export_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(database_url, autocommit=True) as conn:
+            conn.execute(f"CREATE SCHEMA {schema}".encode())
+        url = in_schema(database_url, schema)
+    else:
+        url = f"sqlite:///{os.path.join(tmp, 'bench.db')}"
+    container = bootstrap(Settings(database_url=url,
+                                   checkpoint_key_file=os.path.join(tmp, "key")))
+    try:
+        led = container.ledger
+        store = container.store
+        start = time.perf_counter()
+        tid = _table(led, hands)
+        events = store.version(tid)
+        out(f"setup: {hands} hands, {events} events played in "
+            f"{time.perf_counter() - start:.1f}s ({url.split('?')[0]})")
+        checkpoints = led.checkpoints(tid)
+
+        def read() -> int:
+            after, n = 0, 0
+            while after < events:
+                page = store.load(tid, after, min(after + PAGE, events))
+                n += sum(1 for s in page if s.type == "hand_settled")
+                after = page[-1].version
+            return n
+
+        def export() -> int:
+            n = 0
+            for doc in table_history(tid, lambda a, b: store.load(tid, a, b), events,
+                                     checkpoints):
+                orjson.dumps(doc)
+                n += 1
+            return n
+
+        read_s, read_n = _best(read, repeat)
+        export_s, export_n = _best(export, repeat)
+        assert read_n == export_n == hands, (read_n, export_n, hands)
+        read_rate, export_rate = read_n / read_s, export_n / export_s
+        out(f"read bare: {read_rate:,.0f} hands/s ({events / read_s:,.0f} events/s)")
+        out(f"export loo-hh: {export_rate:,.0f} hands/s")
+        out(f"ratio export_vs_read {export_rate / read_rate:.2f} target 0.5")
+    finally:
+        if schema is not None:
+            import psycopg
+
+            with psycopg.connect(database_url, autocommit=True) as conn:
+                conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'.encode())
+        container.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    run()
