@@ -208,3 +208,28 @@ def test_an_illegal_file_is_refused_whole_naming_the_hand_and_action():
     with pytest.raises(ImportRefused, match="hand 2 where hand 1 was expected"):
         plan(enumerate([docs[1]], 1))
     assert target.store.table_ids() == []  # nothing created
+
+
+def test_loo_import_creates_the_table_or_refuses_the_whole_file(tmp_path):
+    from click.testing import CliRunner
+
+    from ledger.cli.main import main
+    from ledger.store.sqlite import SqliteStore
+
+    led, tid = play("loo", "points", 3, "results", seed=13, hands=3)
+    docs = export(led, tid)
+    text = "".join(json.dumps(d) + "\n" for d in docs)
+    env = {"DATABASE_URL": f"sqlite:///{tmp_path}/loo.db"}
+    bad = text.replace('"spec_version": "1.0"', '"spec_version": "9.9"', 1)
+    r = CliRunner().invoke(main, ["import", "-"], input=bad, env=env)
+    assert r.exit_code == 1 and "REFUSED: line 1: spec_version '9.9'" in r.output, r.output
+    r = CliRunner().invoke(main, ["import", "-"], input=text, env=env)
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output.strip().splitlines()[-1])
+    assert out["hands"] == 3 and out["admin_token"]
+    store = SqliteStore(f"{tmp_path}/loo.db")
+    assert store.table_ids() == [out["id"]]  # the refused file created nothing
+    assert len(store.checkpoints(out["id"])) == 3
+    store.close()
+    r = CliRunner().invoke(main, ["export", out["id"]], env=env)
+    assert r.exit_code == 0 and len(r.stdout.strip().splitlines()) == 3
