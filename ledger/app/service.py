@@ -259,6 +259,44 @@ class Ledger:
                                 data=ev.to_data(e), causation=causation))
         return out
 
+    # ---- import -----------------------------------------------------------------------------
+    def import_table(self, plan: Any) -> tuple[str, dict[str, Any], Projection]:
+        """Create a recorded (or results) table from an import plan (ledger/app/imports.py):
+        every hand entered by the commands a scorer sends live, checked by the rules, all
+        decided before anything is appended and then appended in one batch: an illegal hand
+        raises ImportRefused naming the hand and action, and nothing is created."""
+        from ledger.app.imports import refuse
+        from ledger.core.errors import LedgerError
+
+        table_id = uuid.uuid4().hex
+        tokens = {"admin": secrets.token_urlsafe(24),
+                  "seats": [secrets.token_urlsafe(24) for _ in plan.create.seats]}
+        hashes = {"admin": token_hash(tokens["admin"]),
+                  "seats": [token_hash(t) for t in tokens["seats"]]}
+        cause = f"command:import:{uuid.uuid4().hex}"
+        try:
+            events = handlers.create_table(plan.create, hashes, self.seeds)
+        except LedgerError as err:
+            raise refuse(0, "the table", err) from None
+        new = self._envelopes(None, events, cause)
+        p = fold(enumerate(events, 1))
+        for number, commands in plan.hands:
+            for what, cmd in commands:
+                try:
+                    events, _ = self._decide(p, cmd)
+                except LedgerError as err:
+                    raise refuse(number, what, err) from None
+                new += self._envelopes(p, events, cause)
+                p = fold(enumerate(events, p.version + 1), p)
+                while (follow := handlers.next_command(p)) is not None:
+                    events, follow_cause = self._decide(p, follow)
+                    new += self._envelopes(p, events, follow_cause)
+                    p = fold(enumerate(events, p.version + 1), p)
+        stored = self.store.append(table_id, new, 0)
+        self._remember(table_id, p)
+        self.publish_checkpoints(table_id, stored)
+        return table_id, tokens, p
+
     # ---- checkpoints ----------------------------------------------------------------------
     def publish_checkpoints(self, table_id: str, stored: Sequence[StoredEvent]) -> None:
         """Sign and keep the head after each hand these events settle (API.md "Checkpoints").

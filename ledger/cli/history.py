@@ -85,3 +85,41 @@ def export_cmd(table_id: str, output: IO[bytes], number: int | None) -> None:
     if number and not count:
         raise click.ClickException(f"hand {number} of table {table_id} is not complete")
     click.echo(f"exported {count} hand(s) of table {table_id}", err=True)
+
+
+@click.command("import", short_help="Create a recorded (or results) table from loo-hh files.")
+@click.argument("file", type=click.File("rb"))
+def import_cmd(file: IO[bytes]) -> None:
+    """Import FILE (loo-hh, or NDJSON of a table's hands from hand 1; - for stdin) into
+    DATABASE_URL as a new recorded (or results) table, every hand checked by the rules; an
+    illegal file is refused whole, naming the hand and action. Prints the new table's id and
+    tokens (shown once)."""
+    from ledger.app.imports import ImportRefused, plan
+    from ledger.app.verify import VerifyError, documents
+    from ledger.bootstrap import Settings, bootstrap
+
+    with _progress(None, "checking") as bar:
+        task = bar.add_task("check", total=None)
+
+        def counted() -> Any:
+            for item in documents(file):
+                bar.advance(task)
+                yield item
+
+        try:
+            the_plan = plan(counted())
+        except (ImportRefused, VerifyError) as err:
+            click.echo(f"REFUSED: {getattr(err, 'detail', err)} (nothing created)", err=True)
+            sys.exit(1)
+    container = bootstrap(Settings.from_env())
+    try:
+        try:
+            table_id, tokens, p = container.ledger.import_table(the_plan)
+        except ImportRefused as err:
+            click.echo(f"REFUSED: {err.detail} (nothing created)", err=True)
+            sys.exit(1)
+    finally:
+        container.close()
+    click.echo(orjson.dumps({"id": table_id, "admin_token": tokens["admin"],
+                             "seat_tokens": tokens["seats"], "version": p.version,
+                             "hands": len(the_plan.hands)}).decode())

@@ -28,6 +28,7 @@ LAZY_COMMANDS = {
     "audit": "ledger.cli.record:audit_cmd",
     "verify": "ledger.cli.history:verify_cmd",
     "export": "ledger.cli.history:export_cmd",
+    "import": "ledger.cli.history:import_cmd",
 }
 
 

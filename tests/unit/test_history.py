@@ -163,3 +163,73 @@ def test_loo_verify_reads_a_file_or_stdin_offline_and_exits_1_naming_the_failure
     assert r.exit_code == 1 and "FAILED: line 1: hand 2: the seed does not match" in r.output
     r = CliRunner().invoke(main, ["verify", str(good), "--key", "not-a-key"], env=env)
     assert r.exit_code == 2
+
+
+def _same_hand(a: dict[str, Any], b: dict[str, Any]) -> None:
+    """Round trip: the same hand, ids, times, hashes and the source's deal mode aside."""
+    keep = ("number", "dealer", "deal", "turn_up", "trump", "tricks", "result", "voided",
+            "before")
+    assert {k: a["hand"].get(k) for k in keep} == {k: b["hand"].get(k) for k in keep}
+    for k in ("transfers", "scores"):  # versions are ids: a shuffled hand reveals its seed
+        assert [{**x, "version": 0} for x in a["hand"].get(k, [])] == [
+            {**x, "version": 0} for x in b["hand"].get(k, [])]
+    strip = [{k: v for k, v in x.items() if k != "drawn"} for x in a["hand"]["actions"]]
+    assert strip == [{k: v for k, v in x.items() if k != "drawn"} for x in b["hand"]["actions"]]
+    types = [e["type"] for e in a["events"] if e["type"] != "seed_revealed"]
+    assert types == [e["type"] for e in b["events"]]
+
+
+@pytest.mark.parametrize("game", GAMES, ids=["-".join(map(str, g)) for g in GAMES])
+def test_export_import_export_gives_the_same_hands(game):
+    from ledger.app.imports import plan
+
+    led, tid = play(*game, seed=11)
+    docs = export(led, tid)
+    target = Ledger(MemoryStore())
+    new_id, _tokens, _p = target.import_table(plan(enumerate(docs, 1)))
+    again = export(target, new_id)
+    assert len(again) == len(docs)
+    for a, b in zip(docs, again, strict=True):
+        _same_hand(a, b)
+        assert b["hand"]["mode"] == ("results" if game[3] == "results" else "recorded")
+        verify_document(b, target.signer.private.public_key())
+    assert export(target, new_id)[0]["table"]["id"] == new_id
+
+
+def test_an_illegal_file_is_refused_whole_naming_the_hand_and_action():
+    from ledger.app.imports import ImportRefused, plan
+
+    led, tid = play("loo", "pool", 3, "recorded", seed=12, hands=2)
+    docs = export(led, tid)
+    bad = _mutated(docs[1], "illegal_action")
+    target = Ledger(MemoryStore())
+    with pytest.raises(ImportRefused, match=r"line 2: hand 2, action \d+ \(seat \d play"):
+        target.import_table(plan(enumerate([docs[0], bad], 1)))
+    with pytest.raises(ImportRefused, match="hand 2 where hand 1 was expected"):
+        plan(enumerate([docs[1]], 1))
+    assert target.store.table_ids() == []  # nothing created
+
+
+def test_loo_import_creates_the_table_or_refuses_the_whole_file(tmp_path):
+    from click.testing import CliRunner
+
+    from ledger.cli.main import main
+    from ledger.store.sqlite import SqliteStore
+
+    led, tid = play("loo", "points", 3, "results", seed=13, hands=3)
+    docs = export(led, tid)
+    text = "".join(json.dumps(d) + "\n" for d in docs)
+    env = {"DATABASE_URL": f"sqlite:///{tmp_path}/loo.db"}
+    bad = text.replace('"spec_version": "1.0"', '"spec_version": "9.9"', 1)
+    r = CliRunner().invoke(main, ["import", "-"], input=bad, env=env)
+    assert r.exit_code == 1 and "REFUSED: line 1: spec_version '9.9'" in r.output, r.output
+    r = CliRunner().invoke(main, ["import", "-"], input=text, env=env)
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output.strip().splitlines()[-1])
+    assert out["hands"] == 3 and out["admin_token"]
+    store = SqliteStore(f"{tmp_path}/loo.db")
+    assert store.table_ids() == [out["id"]]  # the refused file created nothing
+    assert len(store.checkpoints(out["id"])) == 3
+    store.close()
+    r = CliRunner().invoke(main, ["export", out["id"]], env=env)
+    assert r.exit_code == 0 and len(r.stdout.strip().splitlines()) == 3

@@ -1,0 +1,89 @@
+"""Import loo-hh 1.0 files as a new recorded (or results) table (API.md "Hand history").
+
+Every hand is entered through the same commands a scorer sends live (start the hand with its
+deal or its result, then each action for its seat) and checked by the rules; all of it is
+decided in memory first and appended in one batch, so an illegal file creates nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ledger.app.verify import VerifyError, _action, _describe, verify_document
+from ledger.core import commands as c
+from ledger.core.errors import Invalid, LedgerError
+from ledger.core.rules.tiles import parse_tile
+
+
+class ImportRefused(Invalid):
+    """The file cannot be imported; `detail` names the hand and action (nothing created)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What the import will do: the table to create and, per hand, its commands."""
+
+    create: c.CreateTable
+    hands: list[tuple[int, list[tuple[str, c.Command]]]]  # (number, [(what, command)])
+
+
+def plan(docs: Iterable[tuple[int, Any]], key: Any = None) -> Plan:
+    """Check the files (format, schema, chain, rules) and turn them into commands."""
+    first: dict[str, Any] | None = None
+    hands: list[tuple[int, list[tuple[str, c.Command]]]] = []
+    for line, doc in docs:
+        try:
+            verify_document(doc, key)
+        except VerifyError as err:
+            raise ImportRefused("import_refused", f"line {line}: {err}") from None
+        if first is None:
+            first = doc
+        elif doc["table"]["id"] != first["table"]["id"]:
+            raise ImportRefused("import_refused", f"line {line}: hand of table "
+                                f"{doc['table']['id']}, not {first['table']['id']}: import "
+                                "one table at a time")
+        number = doc["hand"]["number"]
+        if number != len(hands) + 1:
+            raise ImportRefused("import_refused", f"line {line}: hand {number} where hand "
+                                f"{len(hands) + 1} was expected: import a table's hands from "
+                                "hand 1, in order, none missing")
+        hands.append((number, _commands(doc)))
+    if first is None:
+        raise ImportRefused("import_refused", "the file holds no hand")
+    table = first["table"]
+    mode = "results" if first["hand"]["mode"] == "results" else "recorded"
+    # Bots play only shuffled tables: an imported seat keeps its name, a person now.
+    seats = tuple((s["name"], None) for s in sorted(table["seats"], key=lambda s: s["seat"]))
+    options = dict(table["options"])
+    create = c.CreateTable(table["variant"], table["scoring"], seats,
+                           first["hand"]["dealer"], mode, options)
+    return Plan(create, hands)
+
+
+def _commands(doc: dict[str, Any]) -> list[tuple[str, c.Command]]:
+    """A hand's commands as a scorer would send them on a recorded or results table."""
+    hand = doc["hand"]
+    n = len(doc["table"]["seats"])
+    if hand["mode"] == "results":
+        result = {k: hand["result"][k] for k in ("decisions", "tricks", "for_pool")}
+        return [("the result", c.StartHand(result=result))]
+    deal = tuple(tuple(parse_tile(x) for x in hand["deal"][str(s)]) for s in range(n))
+    out: list[tuple[str, c.Command]] = [
+        ("the deal", c.StartHand(hands=deal, turn_up=parse_tile(hand["turn_up"])))]
+    # A shuffled hand's misses drew from the boneyard in order; recorded, they name the tiles.
+    drawn = [e["data"]["tiles"] for e in doc["events"] if e["type"] == "miss_drawn"]
+    for k, a in enumerate(hand["actions"]):
+        if a["type"] == "decide" and a.get("choice") == "miss" and "drawn" not in a and drawn:
+            a = {**a, "drawn": drawn.pop(0)}
+        elif a["type"] == "decide" and a.get("choice") == "miss" and "drawn" in a and drawn:
+            drawn.pop(0)
+        out.append((_describe(k, a), c.Act(_action(a))))
+    return out
+
+
+def refuse(number: int, what: str, err: LedgerError) -> ImportRefused:
+    rule = f" (RULES §{err.rule})" if err.rule else ""
+    return ImportRefused("import_refused", f"hand {number}, {what}: {err.detail}{rule}",
+                         hand=number)
