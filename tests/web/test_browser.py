@@ -263,6 +263,19 @@ def test_a_tampered_event_fails_the_browser_check(played, server, browser):
     deal = browser.find_element(By.CSS_SELECTOR, "#checks [data-check=deal]")
     assert deal.get_attribute("class") == "ok"  # only what was changed fails
     settle(browser, "replay-tampered")
+    with sqlite3.connect(db) as conn:  # now a different seed: neither commitment nor deal hold
+        (data,) = conn.execute("SELECT data FROM events WHERE table_id = ? AND hand = 1 "
+                               "AND type = 'seed_revealed'", (tid,)).fetchone()
+        forged = json.loads(data)
+        forged["seed"] = "ab" * 32
+        conn.execute("UPDATE events SET data = ? WHERE table_id = ? AND hand = 1 "
+                     "AND type = 'seed_revealed'", (json.dumps(forged), tid))
+    browser.get(f"{base}/tables/{tid}/hands/1/replay?again=1#step=1")  # a new document
+    wait_for("the second verdict", lambda: browser.find_element(By.ID, "verdict")
+             .get_attribute("data-ok") == "false")
+    for check in ("commitment", "deal"):
+        row = browser.find_element(By.CSS_SELECTOR, f"#checks [data-check={check}]")
+        assert row.get_attribute("class") == "bad", check
 
 
 def post(url: str, body: Any, token: str | None = None) -> Any:
