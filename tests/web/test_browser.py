@@ -168,6 +168,13 @@ def test_a_hand_played_by_clicking_settles_and_the_ledger_matches_the_page(playe
     assert any(t["hand"] == 1 and t["reason"] in ("trick", "loo", "pool_award")
                for t in ledger["transfers"])  # hand 1 was settled
     assert get(f"{base}/v1/tables/{tid}/hands/1", token)["complete"] is True
+    # The page says where hand 1's chips went, as the ledger does (stakes aside).
+    wait_for("the last hand's chips", lambda: browser.find_element(By.ID, "last-hand-card")
+             .is_displayed())
+    shown = sorted(int(td.text) for td in browser.find_elements(
+        By.CSS_SELECTOR, "#last-hand tr td:nth-child(3)"))
+    assert shown == sorted(t["amount"] for t in ledger["transfers"] if t["hand"] == 1
+                           and t["reason"] not in ("ante", "dealer_ante"))
 
 
 def test_admin_view_shows_every_tile(played, browser):
@@ -195,6 +202,7 @@ def test_replay_steps_through_every_event_and_verifies(played, browser):
     verdict = wait_for("the verdict", lambda: browser.find_element(By.ID, "verdict")
                        .get_attribute("data-ok"))
     assert verdict == "true", browser.find_element(By.ID, "checks").text
+    assert browser.find_element(By.ID, "download").is_displayed()  # the loo-hh file
     steps = get(f"{base}/v1/tables/{tid}/hands/1/replay?step=0", token)["steps"]
     body = browser.find_element(By.TAG_NAME, "body")
     for k in range(steps + 1):
@@ -256,3 +264,43 @@ def test_a_tampered_event_fails_the_browser_check(played, server, browser):
     deal = browser.find_element(By.CSS_SELECTOR, "#checks [data-check=deal]")
     assert deal.get_attribute("class") == "ok"  # only what was changed fails
     settle(browser, "replay-tampered")
+
+
+def post(url: str, body: Any, token: str | None = None) -> Any:
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers)
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.loads(r.read())
+
+
+def test_a_refused_move_shows_the_problem_detail_in_place(server, browser):
+    url, _ = server
+    seats = [{"name": "Ann"}, {"name": "Bot", "bot": "random"}]
+    created = post(f"{url}/v1/tables", {"seats": seats, "first_dealer": 0})
+    tid, token = created["id"], created["seats"][0]["token"]
+    browser.get(f"{url}/tables/{tid}#token={token}")
+    buttons = wait_for("Ann's moves", lambda: browser.find_elements(
+        By.CSS_SELECTOR, "#moves button.move:not([disabled])"))
+    browser.execute_script("for (let i = 0; i < 10000; i++) { clearInterval(i); clearTimeout(i); }")
+    move = get(f"{url}/v1/tables/{tid}", token)["legal_actions"][0]
+    post(f"{url}/v1/tables/{tid}/actions", move, token)  # the same seat, from elsewhere
+    buttons[0].click()  # the page's move is now stale
+    problem = wait_for("the refusal", lambda: (lambda p: p.is_displayed() and p.text)(
+        browser.find_element(By.ID, "problem")))
+    assert problem.startswith("Move refused: ") and "version" in problem, problem
+    browser.get_log("browser")  # the 409 itself is logged by the browser: expected here
+
+
+def test_a_wrong_token_is_a_friendly_page_not_a_blank_one(server, browser):
+    url, _ = server
+    created = post(f"{url}/v1/tables", {"seats": [{"name": "Ann"}, {"name": "Bob"}]})
+    browser.get(f"{url}/tables/{created['id']}/chips#token=not-a-token")
+    page = wait_for("the error page", lambda: browser.find_element(By.ID, "fatal"))
+    assert page.get_attribute("data-status") == "401"
+    assert "does not open this table" in page.text
+    browser.save_screenshot(str(ARTEFACTS / "bad-token.png"))
+    browser.get(f"{url}/no/such/page")
+    assert "Page not found" in browser.find_element(By.TAG_NAME, "h1").text
+    browser.get_log("browser")  # the 401 and 404 responses are logged: expected here

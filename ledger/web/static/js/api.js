@@ -83,3 +83,17 @@ export function seatName(table, seat) {
   const s = (table.seats || [])[seat];
   return s ? s.name : 'seat ' + seat;
 }
+
+// A page that cannot work (no token, a wrong or expired one, an unknown table): say so
+// plainly in place of the page, with the way back.
+export function fatal(r) {
+  const status = r.status || 0;
+  const title = status === 404 ? 'No such table' : status === 401 || status === 403 || !status
+    ? 'This link does not open this table' : 'Something went wrong';
+  const detail = status === 404 ? 'There is no table with this id (or no such hand).'
+    : status === 401 || !status ? 'The token is missing, wrong or no longer valid. Open the table again from the start page with its id and a token.'
+      : problemText(r);
+  const main = document.getElementById('main');
+  main.replaceChildren(el('section', { class: 'card error-page', id: 'fatal', dataset: { status } },
+    el('h1', {}, title), el('p', {}, detail), el('p', {}, el('a', { href: '/' }, 'Back to the start page'))));
+}

@@ -1,4 +1,4 @@
-import { api, el, problemText, seatName, tokenFor } from './api.js';
+import { api, el, fatal, seatName, tokenFor } from './api.js';
 
 const root = document.getElementById('chips-app');
 const tableId = root.dataset.table;
@@ -75,9 +75,9 @@ function flows(ledger, hand, names) {
 }
 
 async function start() {
-  if (!token) { $('problem').textContent = 'No token for this table in this tab.'; $('problem').hidden = false; return; }
+  if (!token) { fatal({ status: 401 }); return; }
   const [t, l] = await Promise.all([api(`/v1/tables/${tableId}`, { token }), api(`/v1/tables/${tableId}/ledger`, { token })]);
-  if (!t.ok || !l.ok) { $('problem').textContent = problemText(t.ok ? l : t); $('problem').hidden = false; return; }
+  if (!t.ok || !l.ok) { fatal(t.ok ? l : t); return; }
   const table = t.data;
   const ledger = l.data;
   const points = !ledger.transfers;

@@ -1,4 +1,4 @@
-import { api, el, fragmentParams, problemText, seatName, tileEl, tokenFor } from './api.js';
+import { api, el, fatal, fragmentParams, problemText, seatName, tileEl, tokenFor } from './api.js';
 import { checkChain, checkDeal, selfTest } from './verify.js';
 
 const root = document.getElementById('replay-app');
@@ -152,13 +152,14 @@ async function verify(handRecord) {
 }
 
 async function start() {
-  if (!token) { showProblem('No token for this table in this tab: open the table from the start page first.'); return; }
+  if (!token) { fatal({ status: 401 }); return; }
   const [t, h, l] = await Promise.all([
     api(`/v1/tables/${tableId}`, { token }),
     api(`/v1/tables/${tableId}/hands/${number}`, { token }),
     api(`/v1/tables/${tableId}/ledger`, { token }),
   ]);
-  if (!t.ok) { showProblem(problemText(t)); return; }
+  if (!t.ok) { fatal(t); return; }
+  if (!h.ok && h.status !== 403) { fatal(h); return; }
   if (!h.ok) { showProblem(problemText(h)); return; }
   table = t.data;
   transfers = l.ok ? (l.data.transfers || l.data.scores || []) : [];
@@ -183,6 +184,20 @@ async function start() {
     if (Number.isInteger(k) && k !== step) go(k);
   });
   verify(h.data);
+  const dl = $('download');
+  if (dl) {
+    dl.hidden = false;
+    dl.onclick = async () => {
+      const r = await api(`/v1/tables/${tableId}/hands/${number}/history`, { token });
+      if (!r.ok) { showProblem(problemText(r)); return; }
+      const url = URL.createObjectURL(new Blob([JSON.stringify(r.data, null, 2)], { type: 'application/json' }));
+      const a = el('a', { href: url, download: `loo-hh-${tableId}-hand-${number}.json` });
+      document.body.append(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 1000);
+    };
+  }
 }
 
 start();

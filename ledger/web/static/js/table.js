@@ -1,4 +1,4 @@
-import { api, backEl, el, problemText, seatName, tileEl, tokenFor } from './api.js';
+import { api, backEl, el, fatal, problemText, seatName, tileEl, tokenFor } from './api.js';
 
 const root = document.getElementById('table-app');
 const tableId = root.dataset.table;
@@ -144,6 +144,11 @@ function renderMoves(t) {
       }
     }
     box.append(row);
+    const blocked = myTiles.filter((tile) => !legalTiles.includes(tile));
+    if (legalTiles.length && blocked.length) {
+      box.append(el('p', { class: 'hint', id: 'why-disabled' },
+        `Greyed tiles: ${reasonFor(blocked[0], hand, legalTiles)}.`));
+    }
   }
   const others = legal.filter((a) => !['decide', 'discard', 'play'].includes(a.type));
   if (others.length) box.append(el('div', { class: 'move-row' }, others.map((a) => actionButton(a, hand))));
@@ -216,22 +221,53 @@ function renderSummary(t) {
   if (!done) hands.append(el('li', {}, 'No hand is complete yet.'));
 }
 
+// The chips of the last complete hand, from the ledger endpoint, once per hand.
+let lastShown = 0;
+async function renderLastHand(t) {
+  const hand = t.hand;
+  const done = hand ? (hand.phase === 'complete' ? hand.number : hand.number - 1) : 0;
+  if (!done || done === lastShown) return;
+  lastShown = done;
+  const r = await api(`/v1/tables/${tableId}/ledger`, { token });
+  if (!r.ok) return;
+  const who = (a) => (a === 'pool' ? 'Pool' : seatName(t, Number(String(a).split(':')[1])));
+  const rows = (r.data.transfers || []).filter((x) => x.hand === done && !['ante', 'dealer_ante'].includes(x.reason))
+    .map((x) => el('tr', {}, el('td', {}, who(x.from)), el('td', {}, '→ ' + who(x.to)), el('td', {}, x.amount), el('td', {}, x.reason.replace('_', ' '))));
+  const scores = (r.data.scores || []).filter((x) => x.hand === done)
+    .map((x) => el('tr', {}, el('td', {}, seatName(t, x.seat)), el('td', {}, ''), el('td', {}, x.delta), el('td', {}, x.reason)));
+  $('last-hand-title').textContent = `Hand ${done}: where the chips went`;
+  $('last-hand').replaceChildren(...rows, ...scores);
+  if (!rows.length && !scores.length) $('last-hand').append(el('tr', {}, el('td', {}, 'Nothing changed hands.')));
+  $('last-hand-card').hidden = false;
+}
+
 function render(t) {
+  const hadFocus = document.activeElement && document.activeElement.closest('#moves');
   table = t;
   renderSummary(t);
   renderMoves(t);
   renderSeats(t);
   renderCentre(t);
+  renderLastHand(t);
   const adminToken = sessionStorage.getItem('loo:admin:' + tableId);
   const links = $('table-links');
   if (adminToken && !links.querySelector('.admin-link') && t.viewer && t.viewer.role === 'seat') {
     links.append(' · ', el('a', { class: 'admin-link', href: `/tables/${tableId}#token=${encodeURIComponent(adminToken)}`,
       target: '_blank', rel: 'noopener' }, 'Admin view (every tile)'));
   }
+  // Keyboard players keep their place: the next move's first button takes the focus.
+  if (hadFocus && !document.activeElement.closest('#moves')) {
+    const next = document.querySelector('#moves button:not([disabled])');
+    if (next) next.focus();
+  }
 }
 
 async function refresh() {
   const r = await api(`/v1/tables/${tableId}`, { token });
+  if (!r.ok && !table && [401, 403, 404].includes(r.status)) {
+    fatal(r);
+    return false;
+  }
   if (!r.ok) {
     showProblem(problemText(r));
     return false;
@@ -248,7 +284,7 @@ function soon() {
 
 async function follow() {
   try {
-    const resp = await fetch(`/v1/tables/${tableId}/events`, {
+    const resp = await fetch(`/v1/tables/${tableId}/events?after=${table.version}`, {
       headers: { Accept: 'text/event-stream', Authorization: 'Bearer ' + token },
     });
     const type = resp.headers.get('content-type') || '';
@@ -269,11 +305,7 @@ async function follow() {
 }
 
 async function start() {
-  if (!token) {
-    showProblem('No token for this table in this tab. Open the table from the start page with its id and a token.');
-    $('summary').textContent = 'No token.';
-    return;
-  }
+  if (!token) { fatal({ status: 401 }); return; }
   if (!(await refresh())) return;
   const streaming = await follow();
   setInterval(refresh, streaming ? 5000 : 700);
