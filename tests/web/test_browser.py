@@ -135,11 +135,10 @@ def played(server, browser) -> dict[str, Any]:
             clicks += 1
             wait_for("the page to take the move", lambda v=version: browser.find_element(
                 By.ID, "summary").get_attribute("data-version") != v)
-        elif moves:  # a discard after a miss: choose tiles until the discard is legal
-            for b in moves:
-                if browser.find_elements(By.CSS_SELECTOR, "#discard-button:not([disabled])"):
-                    break
-                b.click()
+        elif moves:  # a discard after a miss: choose tiles (one click a look: each
+            # click redraws the buttons) until the discard button is enabled
+            unpressed = [b for b in moves if b.get_attribute("aria-pressed") == "false"]
+            unpressed[0].click()
         else:
             time.sleep(0.05)
         assert clicks < 40, "the hand did not end"
@@ -304,3 +303,27 @@ def test_a_wrong_token_is_a_friendly_page_not_a_blank_one(server, browser):
     browser.get(f"{url}/no/such/page")
     assert "Page not found" in browser.find_element(By.TAG_NAME, "h1").text
     browser.get_log("browser")  # the 401 and 404 responses are logged: expected here
+
+
+def test_keyboard_alone_plays_a_move_and_keeps_the_focus_on_the_moves(server, browser):
+    url, _ = server
+    seats = [{"name": "Ann"}, {"name": "Bot", "bot": "heuristic"}]
+    created = post(f"{url}/v1/tables", {"seats": seats, "first_dealer": 0})
+    tid, token = created["id"], created["seats"][0]["token"]
+    browser.get(f"{url}/tables/{tid}#token={token}")
+    wait_for("Ann's moves", lambda: browser.find_elements(By.CSS_SELECTOR, "#moves button.move"))
+    version = browser.find_element(By.ID, "summary").get_attribute("data-version")
+    for _ in range(30):  # Tab from the top of the page to the first move
+        browser.switch_to.active_element.send_keys(Keys.TAB)
+        if browser.execute_script(
+                "return !!document.activeElement.closest('#moves button.move')"):
+            break
+    else:
+        pytest.fail("Tab never reached a move")
+    browser.switch_to.active_element.send_keys(Keys.ENTER)
+    wait_for("the move by Enter", lambda: browser.find_element(By.ID, "summary")
+             .get_attribute("data-version") != version)
+    if get(f"{url}/v1/tables/{tid}", token)["legal_actions"]:  # Ann moves again: focus kept
+        wait_for("the focus on the next move", lambda: browser.execute_script(
+            "return !!document.activeElement.closest('#moves button')"))
+    settle(browser, "table-keyboard")
