@@ -185,6 +185,8 @@ class CheckpointOut(Open):
                        "separators , and :, UTF-8) of {table, version, hash, at}"})
     alg = fields.String()
     key_id = fields.String()
+    position = fields.Integer(metadata={"description": "global position of the event it names "
+                                                       "(not signed)"})
 
 
 class CheckpointsOut(Open):

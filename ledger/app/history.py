@@ -203,12 +203,3 @@ def _finish(table_id: str, before: tb.Table, stored: list[Any],
     ends = [s.version for s in stored if s.type in ("hand_settled", "game_won")]
     return _document(table_id, before, stored, decoded, after,
                      checkpoints.get(ends[-1])), after
-
-
-def hand_history(table_id: str, stored: Sequence[Any], number: int,
-                 checkpoints: Sequence[dict[str, Any]] = ()) -> dict[str, Any] | None:
-    """The file of hand `number` from the table's events (None while it is not settled)."""
-    docs = table_history(table_id, lambda a, b: [s for s in stored if a < s.version <= b],
-                         stored[-1].version if stored else 0, checkpoints,
-                         lambda n: n == number)
-    return next(docs, None)

@@ -31,6 +31,13 @@ class Plan:
 
 def plan(docs: Iterable[tuple[int, Any]], key: Any = None) -> Plan:
     """Check the files (format, schema, chain, rules) and turn them into commands."""
+    try:
+        return _plan(docs, key)
+    except VerifyError as err:  # unreadable input (not JSON, a line too long)
+        raise ImportRefused("import_refused", str(err)) from None
+
+
+def _plan(docs: Iterable[tuple[int, Any]], key: Any) -> Plan:
     first: dict[str, Any] | None = None
     hands: list[tuple[int, list[tuple[str, c.Command]]]] = []
     for line, doc in docs:

@@ -306,8 +306,10 @@ class Ledger:
         append and this keeps its events; the next hand's checkpoint covers them).
         """
         for head in settled_heads(stored):
-            self.store.save_checkpoint(table_id, head.version,
-                                       self.signer.sign(table_id, head.version, head.hash))
+            cp = self.signer.sign(table_id, head.version, head.hash)
+            # Not signed: where the feed places it (right after the event it names).
+            cp["position"] = head.position
+            self.store.save_checkpoint(table_id, head.version, cp)
 
     def checkpoints(self, table_id: str, up_to_version: int | None = None) -> list[dict[str, Any]]:
         """The table's checkpoints, oldest first."""

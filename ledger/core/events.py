@@ -254,13 +254,19 @@ def to_data(event: Event) -> dict[str, Any]:
     return {f.name: _encode(f.name, getattr(event, f.name)) for f in fields(event)}
 
 
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+_FIELD_NAMES: dict[type, tuple[tuple[str, Any], ...]] = {}  # (field, decoder or None)
 
 
 def from_data(type_: str, data: dict[str, Any]) -> Event:
     """Rebuild an event from its stored type and data."""
     cls = REGISTRY[type_]
-    names = _FIELD_NAMES.get(cls)
-    if names is None:
-        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
-    return cls(**{n: _decode(n, data[n]) for n in names if n in data})
+    plan = _FIELD_NAMES.get(cls)
+    if plan is None:
+        plan = _FIELD_NAMES[cls] = tuple((f.name, _DECODERS.get(f.name))
+                                         for f in fields(cls))
+    kwargs = {}
+    for n, fn in plan:
+        if n in data:
+            v = data[n]
+            kwargs[n] = v if fn is None or v is None else fn(v)
+    return cls(**kwargs)

@@ -14,6 +14,9 @@ ROUTES = [
     ("post", "/v1/tables/{table_id}/actions"), ("get", "/v1/tables/{table_id}/events"),
     ("get", "/v1/tables/{table_id}/ledger"), ("get", "/v1/tables/{table_id}/audit"),
     ("get", "/healthz"), ("get", "/readyz"),
+    ("get", "/v1/tables/{table_id}/checkpoints"), ("get", "/v1/checkpoints/key"),
+    ("get", "/v1/tables/{table_id}/hands/{number}/history"),
+    ("get", "/v1/tables/{table_id}/history"), ("get", "/v1/schemas/loo-hh-1.0.json"),
 ]
 
 

@@ -233,3 +233,13 @@ def test_loo_import_creates_the_table_or_refuses_the_whole_file(tmp_path):
     store.close()
     r = CliRunner().invoke(main, ["export", out["id"]], env=env)
     assert r.exit_code == 0 and len(r.stdout.strip().splitlines()) == 3
+
+
+def test_import_refuses_junk_naming_the_line():
+    from ledger.app.imports import ImportRefused, plan
+
+    junk = io.BytesIO(b'{"format": "loo-hh"}\n' + random.Random(2).randbytes(1 << 20))
+    with pytest.raises(ImportRefused, match="line 1: spec_version None is not supported"):
+        plan(documents(junk))
+    with pytest.raises(ImportRefused, match="line 1: not JSON"):
+        plan(documents(io.BytesIO(random.Random(3).randbytes(1 << 20))))
