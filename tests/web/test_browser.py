@@ -340,3 +340,21 @@ def test_keyboard_alone_plays_a_move_and_keeps_the_focus_on_the_moves(server, br
         wait_for("the focus on the next move", lambda: browser.execute_script(
             "return !!document.activeElement.closest('#moves button')"))
     settle(browser, "table-keyboard")
+
+
+def test_pages_fit_a_phone_width_screen(played, browser):
+    base, tid = played["url"], played["id"]
+    browser.set_window_size(390, 844)
+    try:
+        for name, path, ready in (("phone-table", f"/tables/{tid}", "#seats .seat"),
+                                  ("phone-replay", f"/tables/{tid}/hands/1/replay#step=12",
+                                   "#seats .seat"),
+                                  ("phone-chips", f"/tables/{tid}/chips", "#balance-chart")):
+            browser.get(base + path)
+            wait_for(name, lambda r=ready: browser.find_elements(By.CSS_SELECTOR, r))
+            overflow = browser.execute_script(
+                "return document.documentElement.scrollWidth - window.innerWidth")
+            assert overflow <= 0, f"{name}: {overflow}px wider than the screen"
+            settle(browser, name)
+    finally:
+        browser.set_window_size(1100, 1300)

@@ -32,21 +32,21 @@ function describe(e) {
   const who = d.seat !== undefined ? seatName(table, d.seat) : '';
   switch (e.type) {
     case 'hand_started': return `Hand ${d.number} starts; ${seatName(table, d.dealer)} deals. Commitment ${String(d.commitment || '').slice(0, 16)}…`;
-    case 'stake_posted': return `${who} puts ${d.amount} in the pool (${d.reason}).`;
+    case 'stake_posted': return `${who} put ${d.amount} in the pool (${d.reason.replace('_', ' ')}).`;
     case 'tiles_dealt': return 'The tiles are dealt.';
     case 'trump_turned': return `The turn-up is ${d.tile}: ${SUITS[d.trump] ?? d.trump} are trumps.`;
-    case 'player_decided': return `${who} decides to ${d.choice}${d.for_pool ? ' for the pool' : ''}.`;
-    case 'tile_played': return `${who} plays ${d.tile}.`;
-    case 'trick_won': return `${who} wins trick ${d.trick}.`;
-    case 'miss_drawn': return `${who} misses: puts out ${(d.put_out || []).join(' ')} and draws ${(d.tiles || []).join(' ')}.`;
-    case 'tiles_discarded': return `${who} discards ${(d.tiles || []).join(' ')}.`;
-    case 'turn_up_taken': return `${who} takes the turn-up.`;
+    case 'player_decided': return `${who} decided to ${d.choice}${d.for_pool ? ' for the pool' : ''}${d.take_turn_up ? ', taking the turn-up' : ''}.`;
+    case 'tile_played': return `${who} played ${d.tile}.`;
+    case 'trick_won': return `${who} won trick ${d.trick}.`;
+    case 'miss_drawn': return `${who} missed: put out ${(d.put_out || []).join(' ')} and drew ${(d.tiles || []).join(' ')}.`;
+    case 'tiles_discarded': return `${who} discarded ${(d.tiles || []).join(' ')}.`;
+    case 'turn_up_taken': return `${who} took the turn-up.`;
     case 'hand_completed': return `The hand is over: tricks ${Object.entries(d.tricks_won || {}).map(([k, v]) => `${seatName(table, Number(k))} ${v}`).join(', ')}` +
       ((d.looed || []).length ? `; looed: ${d.looed.map((k) => seatName(table, k)).join(', ')}.` : '.');
     case 'seed_revealed': return `The seed is revealed: ${String(d.seed || '').slice(0, 16)}… (anyone can now re-derive the deal).`;
     case 'tricks_paid': return `Tricks are paid from the pool: ${Object.entries(d.payments || {}).filter(([, v]) => v).map(([k, v]) => `${seatName(table, Number(k))} ${v}`).join(', ') || 'nothing'}.`;
-    case 'player_looed': return `${who} is looed.`;
-    case 'penalty_assessed': return `${who} pays ${d.amount} into the pool for the loo.`;
+    case 'player_looed': return `${who}: looed.`;
+    case 'penalty_assessed': return `${who} paid ${d.amount} into the pool for the loo.`;
     case 'hand_settled': return `The hand is settled: the pool holds ${d.pool}.`;
     default: return `${e.type.replace(/_/g, ' ')}${who ? ': ' + who : ''}.`;
   }
