@@ -135,11 +135,10 @@ def played(server, browser) -> dict[str, Any]:
             clicks += 1
             wait_for("the page to take the move", lambda v=version: browser.find_element(
                 By.ID, "summary").get_attribute("data-version") != v)
-        elif moves:  # a discard after a miss: choose tiles until the discard is legal
-            for b in moves:
-                if browser.find_elements(By.CSS_SELECTOR, "#discard-button:not([disabled])"):
-                    break
-                b.click()
+        elif moves:  # a discard after a miss: choose tiles (one click a look: each
+            # click redraws the buttons) until the discard button is enabled
+            unpressed = [b for b in moves if b.get_attribute("aria-pressed") == "false"]
+            unpressed[0].click()
         else:
             time.sleep(0.05)
         assert clicks < 40, "the hand did not end"
@@ -264,6 +263,19 @@ def test_a_tampered_event_fails_the_browser_check(played, server, browser):
     deal = browser.find_element(By.CSS_SELECTOR, "#checks [data-check=deal]")
     assert deal.get_attribute("class") == "ok"  # only what was changed fails
     settle(browser, "replay-tampered")
+    with sqlite3.connect(db) as conn:  # now a different seed: neither commitment nor deal hold
+        (data,) = conn.execute("SELECT data FROM events WHERE table_id = ? AND hand = 1 "
+                               "AND type = 'seed_revealed'", (tid,)).fetchone()
+        forged = json.loads(data)
+        forged["seed"] = "ab" * 32
+        conn.execute("UPDATE events SET data = ? WHERE table_id = ? AND hand = 1 "
+                     "AND type = 'seed_revealed'", (json.dumps(forged), tid))
+    browser.get(f"{base}/tables/{tid}/hands/1/replay?again=1#step=1")  # a new document
+    wait_for("the second verdict", lambda: browser.find_element(By.ID, "verdict")
+             .get_attribute("data-ok") == "false")
+    for check in ("commitment", "deal"):
+        row = browser.find_element(By.CSS_SELECTOR, f"#checks [data-check={check}]")
+        assert row.get_attribute("class") == "bad", check
 
 
 def post(url: str, body: Any, token: str | None = None) -> Any:
@@ -304,3 +316,27 @@ def test_a_wrong_token_is_a_friendly_page_not_a_blank_one(server, browser):
     browser.get(f"{url}/no/such/page")
     assert "Page not found" in browser.find_element(By.TAG_NAME, "h1").text
     browser.get_log("browser")  # the 401 and 404 responses are logged: expected here
+
+
+def test_keyboard_alone_plays_a_move_and_keeps_the_focus_on_the_moves(server, browser):
+    url, _ = server
+    seats = [{"name": "Ann"}, {"name": "Bot", "bot": "heuristic"}]
+    created = post(f"{url}/v1/tables", {"seats": seats, "first_dealer": 0})
+    tid, token = created["id"], created["seats"][0]["token"]
+    browser.get(f"{url}/tables/{tid}#token={token}")
+    wait_for("Ann's moves", lambda: browser.find_elements(By.CSS_SELECTOR, "#moves button.move"))
+    version = browser.find_element(By.ID, "summary").get_attribute("data-version")
+    for _ in range(30):  # Tab from the top of the page to the first move
+        browser.switch_to.active_element.send_keys(Keys.TAB)
+        if browser.execute_script(
+                "return !!document.activeElement.closest('#moves button.move')"):
+            break
+    else:
+        pytest.fail("Tab never reached a move")
+    browser.switch_to.active_element.send_keys(Keys.ENTER)
+    wait_for("the move by Enter", lambda: browser.find_element(By.ID, "summary")
+             .get_attribute("data-version") != version)
+    if get(f"{url}/v1/tables/{tid}", token)["legal_actions"]:  # Ann moves again: focus kept
+        wait_for("the focus on the next move", lambda: browser.execute_script(
+            "return !!document.activeElement.closest('#moves button')"))
+    settle(browser, "table-keyboard")

@@ -37,7 +37,17 @@ function describe(e) {
     case 'trump_turned': return `The turn-up is ${d.tile}: ${SUITS[d.trump] ?? d.trump} are trumps.`;
     case 'player_decided': return `${who} decides to ${d.choice}${d.for_pool ? ' for the pool' : ''}.`;
     case 'tile_played': return `${who} plays ${d.tile}.`;
-    case 'trick_won': return `${who} wins the trick.`;
+    case 'trick_won': return `${who} wins trick ${d.trick}.`;
+    case 'miss_drawn': return `${who} misses: puts out ${(d.put_out || []).join(' ')} and draws ${(d.tiles || []).join(' ')}.`;
+    case 'tiles_discarded': return `${who} discards ${(d.tiles || []).join(' ')}.`;
+    case 'turn_up_taken': return `${who} takes the turn-up.`;
+    case 'hand_completed': return `The hand is over: tricks ${Object.entries(d.tricks_won || {}).map(([k, v]) => `${seatName(table, Number(k))} ${v}`).join(', ')}` +
+      ((d.looed || []).length ? `; looed: ${d.looed.map((k) => seatName(table, k)).join(', ')}.` : '.');
+    case 'seed_revealed': return `The seed is revealed: ${String(d.seed || '').slice(0, 16)}… (anyone can now re-derive the deal).`;
+    case 'tricks_paid': return `Tricks are paid from the pool: ${Object.entries(d.payments || {}).filter(([, v]) => v).map(([k, v]) => `${seatName(table, Number(k))} ${v}`).join(', ') || 'nothing'}.`;
+    case 'player_looed': return `${who} is looed.`;
+    case 'penalty_assessed': return `${who} pays ${d.amount} into the pool for the loo.`;
+    case 'hand_settled': return `The hand is settled: the pool holds ${d.pool}.`;
     default: return `${e.type.replace(/_/g, ' ')}${who ? ': ' + who : ''}.`;
   }
 }
@@ -133,13 +143,13 @@ async function verify(handRecord) {
   };
   try {
     mark('selftest', await selfTest());
-    const events = handRecord.events;
-    const players = table.seats.length;
-    const deal = await checkDeal(events, players);
+    // Every check reads the same events: the table's log up to this hand's last event.
+    const last = Math.max(...handRecord.events.map((e) => e.version));
+    const log = await allEvents(last);
+    const deal = await checkDeal(log.filter((e) => e.hand === number), table.seats.length);
     mark('commitment', deal.commitment);
     mark('deal', deal.deal);
-    const last = Math.max(...events.map((e) => e.version));
-    mark('chain', await checkChain(tableId, await allEvents(last)));
+    mark('chain', await checkChain(tableId, log));
   } catch (err) {
     for (const key of Object.keys(items)) if (!(key in results)) mark(key, 'could not check: ' + err.message);
   }

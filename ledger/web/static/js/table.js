@@ -186,7 +186,7 @@ function renderCentre(t) {
   if (hand && hand.turn_up) {
     up.append(el('span', {}, 'Turn-up '), tileEl(hand.turn_up),
       el('span', {}, ` trumps: ${hand.trump === null || hand.trump === undefined ? 'none' : SUITS[hand.trump]}`),
-      ...(hand.turn_up_taken ? [el('span', { class: 'tag' }, 'taken by the dealer')] : []));
+      ...(hand.turn_up_taken ? [el('span', { class: 'tag' }, 'turn-up taken')] : []));
   }
   if (t.scoring !== 'points') {
     up.append(el('span', { class: 'pool', dataset: { pool: t.pool } }, ` Pool: ${t.pool} chips`));
@@ -235,7 +235,7 @@ async function renderLastHand(t) {
     .map((x) => el('tr', {}, el('td', {}, who(x.from)), el('td', {}, '→ ' + who(x.to)), el('td', {}, x.amount), el('td', {}, x.reason.replace('_', ' '))));
   const scores = (r.data.scores || []).filter((x) => x.hand === done)
     .map((x) => el('tr', {}, el('td', {}, seatName(t, x.seat)), el('td', {}, ''), el('td', {}, x.delta), el('td', {}, x.reason)));
-  $('last-hand-title').textContent = `Hand ${done}: where the chips went`;
+  $('last-hand-title').textContent = r.data.transfers ? `Hand ${done}: where the chips went` : `Hand ${done}: points`;
   $('last-hand').replaceChildren(...rows, ...scores);
   if (!rows.length && !scores.length) $('last-hand').append(el('tr', {}, el('td', {}, 'Nothing changed hands.')));
   $('last-hand-card').hidden = false;

@@ -115,8 +115,12 @@ export async function checkDeal(events, players) {
   const digest = await sha256hex(hexToBytes(seed));
   out.commitment = digest === started.data.commitment ? true
     : `SHA-256(seed) is ${digest.slice(0, 12)}…, the commitment says ${String(started.data.commitment).slice(0, 12)}…`;
-  const d = dealFrom(await shuffle(seed), players, started.data.dealer);
+  const order = await shuffle(seed);
+  const d = dealFrom(order, players, started.data.dealer);
   const problems = [];
+  if (revealed && Array.isArray(revealed.data.order) && revealed.data.order.join(' ') !== order.join(' ')) {
+    problems.push('the revealed shuffled order differs from the seed\'s');
+  }
   for (const [seat, tiles] of Object.entries(d.hands)) {
     const got = dealt.data.hands[seat];
     if (!got || sorted(got) !== sorted(tiles)) problems.push(`seat ${seat} was dealt ${got ? got.join(' ') : 'nothing'}, the seed gives ${tiles.join(' ')}`);
