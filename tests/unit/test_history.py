@@ -121,6 +121,10 @@ def test_mutated_files_are_refused_naming_the_first_problem(how):
     (doc,) = export(led, tid)
     with pytest.raises(VerifyError, match=WHY[how]):
         verify_document(_mutated(doc, how), led.signer.private.public_key())
+    from ledger.app.imports import ImportRefused, plan
+
+    with pytest.raises(ImportRefused, match=WHY[how]):  # import refuses it the same way
+        plan([(1, _mutated(doc, how))])
 
 
 def test_a_forged_checkpoint_signature_is_refused_with_the_key():
