@@ -289,12 +289,12 @@ def play_cmd(players: int, variant: str, scoring: str | None, bot: str, name: st
         raise click.ClickException(err.detail) from err
     t = p.table
     assert t.dealer is not None
-    click.echo(f"table {table_id}: you are seat 0 ({name}); "
-               f"{'Domino Rounce' if t.opts.is_rounce else 'Loo'}, {t.opts.scoring} scoring")
-    click.echo(f"first {'trump-holder' if t.opts.is_rounce else 'dealer'} by lots: "
-               f"{t.names[t.dealer]} (seat {t.dealer}) drew the highest tile")
     status = 0
     try:
+        click.echo(f"table {table_id}: you are seat 0 ({name}); "
+                   f"{'Domino Rounce' if t.opts.is_rounce else 'Loo'}, {t.opts.scoring} scoring")
+        click.echo(f"first {'trump-holder' if t.opts.is_rounce else 'dealer'} by lots: "
+                   f"{t.names[t.dealer]} (seat {t.dealer}) drew the highest tile")
         ending = _play(led, table_id, max_hands)
     except Quit as why:
         ending = str(why)
@@ -308,9 +308,11 @@ def play_cmd(players: int, variant: str, scoring: str | None, bot: str, name: st
         ending, status = "output closed", 141
     try:
         _finish(led, table_id, ending)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit where nothing can close
     except BrokenPipeError:
         _silence_stdout()
-        _finish(led, table_id, ending)
+        if led.load(table_id).table.status == "playing":
+            _finish(led, table_id, ending)
         status = status or 141
     sys.exit(status)
 
