@@ -89,6 +89,10 @@ class OptionsIn(Strict):
     target = fields.Integer(strict=True, metadata={"minimum": 1, "maximum": 1000,
                                                    "default": 15})
     auto_deal = StrictBoolean(metadata={"default": True})
+    max_hands = fields.Integer(strict=True, metadata={
+        "minimum": 1, "maximum": 100000,
+        "description": "the table closes itself (table_closed, reason max_hands) once this "
+                       "many hands are settled; an all-bot pool table without it gets 100"})
 
 
 class CreateTableIn(Strict):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from dataclasses import replace
 
 from ledger.app.projector import Projection
 from ledger.core import commands as c
@@ -16,11 +17,16 @@ from ledger.core.rules.options import make_options
 from ledger.core.rules.view import seat_view
 
 Seeds = Callable[[], bytes]
+ALL_BOT_POOL_MAX_HANDS = 100  # API.md, Tables: an all-bot pool table without max_hands
 
 
 def create_table(cmd: c.CreateTable, tokens: dict, seeds: Seeds) -> list[ev.Event]:
     """A new table; a shuffled table with auto_deal starts its first hand at once."""
     opts = make_options(cmd.variant, cmd.scoring, len(cmd.seats), cmd.options, cmd.deal)
+    if (all(bot is not None for _name, bot in cmd.seats) and opts.scoring == "pool"
+            and opts.max_hands is None and opts.deal == "shuffled"):
+        # A pool game never ends by itself: an all-bot one stops after this many hands.
+        opts = replace(opts, max_hands=ALL_BOT_POOL_MAX_HANDS)
     for _name, bot in cmd.seats:
         if bot is not None and bot not in POLICIES:
             raise Invalid("invalid_option", f"unknown bot {bot!r}: choose one of "
@@ -98,12 +104,14 @@ def bot_to_act(t: tb.Table) -> int | None:
 
 
 def settle(p: Projection, seeds: Seeds) -> list[ev.Event]:
-    """Settle the complete hand; with auto_deal the next hand starts in the same batch."""
+    """Settle the complete hand; then the table closes itself after its `max_hands`, or
+    with auto_deal the next hand starts in the same batch (all-bot tables too)."""
     t = p.table
     events = tb.settle(t)
     after = tb.replay(events, t)
-    if after.status == "playing" and t.opts.deal == "shuffled" and t.opts.auto_deal \
-            and not all(b is not None for b in t.bots):
+    if after.status == "playing" and tb.hands_done(after):
+        events += tb.close(after, reason="max_hands")
+    elif after.status == "playing" and t.opts.deal == "shuffled" and t.opts.auto_deal:
         events += tb.start_hand(after, seed=seeds())
     return events
 

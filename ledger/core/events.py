@@ -199,6 +199,7 @@ class GameWon(Event):
 class TableClosed(Event):
     leftover: int
     abandoned_hand: int | None = None
+    reason: str | None = None  # "max_hands" when the table closed itself; None: by its admin
 
 
 def _encode(field: str, value: Any) -> Any:

@@ -156,3 +156,32 @@ def test_closing_mid_hand_opens_the_abandoned_hand_to_every_seat(club: Club):
     assert [e["type"] for e in events][-2:] == ["seed_revealed", "table_closed"]
     audit = club.get(t, t.admin, "/audit").get_json()
     assert audit["ok"], audit
+
+
+BOTS = [{"name": f"Bot {i}", "bot": "heuristic"} for i in range(4)]
+
+
+def test_all_bot_table_with_auto_deal_plays_to_max_hands_and_closes_itself(club: Club):
+    """API.md, Tables: auto_deal means the same whoever sits; max_hands closes any table."""
+    t = club.create(seats=BOTS, options={"max_hands": 3})
+    view = club.view(t)
+    assert view["status"] == "closed" and view["hand"]["number"] == 3
+    assert view["options"]["max_hands"] == 3
+    events = club.get(t, path="/events?limit=1000").get_json()["events"]
+    closed = [e for e in events if e["type"] == "table_closed"]
+    assert [e["data"]["reason"] for e in closed] == ["max_hands"]
+    assert sum(1 for e in events if e["type"] == "hand_settled") == 3
+    assert club.get(t, path="/audit").get_json()["ok"] is True
+
+
+def test_all_bot_pool_table_without_max_hands_gets_100(club: Club):
+    t = club.create(seats=BOTS[:3])
+    view = club.view(t)
+    assert view["options"]["max_hands"] == 100
+    assert view["status"] == "closed" and view["hand"]["number"] == 100
+
+
+@pytest.mark.parametrize("max_hands", [0, 100001, "3", 2.5, True])
+def test_max_hands_out_of_range_is_422(club: Club, max_hands):
+    r = club.c.post("/v1/tables", json={"seats": FOUR, "options": {"max_hands": max_hands}})
+    assert r.status_code == 422, r.get_json()

@@ -104,7 +104,7 @@ def test_declared_option_bounds_are_what_the_rules_enforce(club: Club):
         if step > 1:
             assert not accepted(wrap(name, low + step + 1)), name
         checked += 1
-    assert checked == 5  # ante, dealer_ante, lead_trump_threshold, target, multiplier
+    assert checked == 6  # ante, dealer_ante, lead_trump_threshold, target, max_hands, multiplier
 
 
 def test_declared_bots_are_the_policies(club: Club):

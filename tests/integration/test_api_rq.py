@@ -80,6 +80,7 @@ def test_a_job_a_dead_worker_dequeued_but_never_started_is_enqueued_again(
     over, as it does a started job whose worker died."""
     ledger = Ledger(store, RqDispatcher(queue), seeds=seeded(11))
     table_id, _, _ = ledger.create_table(four_bots())
+    ledger.execute(table_id, c.StartHand())
     drain(queue)  # hand 1
     assert hand_done(ledger, table_id)
     version = ledger.execute(table_id, c.StartHand()).projection.version  # enqueues its job

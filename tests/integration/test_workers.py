@@ -44,6 +44,20 @@ def test_four_bot_table_plays_20_hands_through_rq(store: EventStore, queue: Any,
     assert queue.count == 0 and queue.failed_job_registry.count == 0
 
 
+def test_all_bot_table_with_auto_deal_plays_to_max_hands_through_rq_and_closes(
+        store: EventStore, queue: Any, worker_ledger: Ledger) -> None:
+    """API.md, Tables: auto_deal means the same whoever sits; max_hands closes the table."""
+    ledger = Ledger(store, RqDispatcher(queue))
+    table_id, _, p = ledger.create_table(four_bots(auto_deal=True, max_hands=6))
+    assert p.table.status == "playing"  # the answer is the table as created: jobs follow
+    wait_until(lambda: (drain(queue), ledger.load(table_id).table.status)[1] == "closed",
+               what="the all-bot table to close itself")
+    check_table(store, table_id, hands=6)
+    [closed] = [e for e in store.load(table_id) if e.type == "table_closed"]
+    assert closed.data["reason"] == "max_hands" and closed.data["abandoned_hand"] is None
+    assert queue.count == 0 and queue.failed_job_registry.count == 0
+
+
 def test_bot_turns_record_policy_and_version(store: EventStore, queue: Any,
                                             worker_ledger: Ledger) -> None:
     ledger = Ledger(store, RqDispatcher(queue))
@@ -82,9 +96,8 @@ def test_racing_workers_never_double_move_or_settle(db_url: str, store: EventSto
     tables = [ledger.create_table(four_bots())[0] for _ in range(3)]
     other = Ledger(open_database(Settings(database_url=db_url), upgrade=False))
     for number in range(1, 7):
-        if number > 1:
-            for t in tables:
-                ledger.execute(t, c.StartHand())
+        for t in tables:  # the test starts every hand (four_bots: no auto_deal)
+            ledger.execute(t, c.StartHand())
         if number % 2:
             # Duplicates of every job under other ids (rq cannot dedupe them), and the
             # deterministic id again (a no-op), then two workers over the same queue.

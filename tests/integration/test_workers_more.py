@@ -168,6 +168,7 @@ def test_a_move_committed_while_redis_is_down_stands_and_the_reconciler_enqueues
     down = make_queue("redis://127.0.0.1:1/0", queue.name, socket_timeout=1)
     ledger = Ledger(store, RqDispatcher(down), seeds=seeded(7))
     table_id, _, p = ledger.create_table(four_bots())
+    p = ledger.execute(table_id, c.StartHand()).projection
     assert handlers.next_command(p) is not None  # the first hand, waiting on a bot
     ledger.advance(table_id, p.version)
     out = ledger.execute(table_id, c.StartHand())
@@ -186,7 +187,8 @@ def test_a_retry_overdue_because_no_scheduler_runs_is_enqueued_again(
     not count such an overdue retry as live."""
     ledger = Ledger(store, RqDispatcher(queue), seeds=seeded(8))
     table_id, _, _ = ledger.create_table(four_bots())
-    ledger.advance(table_id, ledger.load(table_id).version)  # hand 1, played here
+    ledger.advance(table_id, ledger.execute(table_id, c.StartHand(), dispatch=False)
+                   .projection.version)  # hand 1, played here
     version = ledger.execute(table_id, c.StartHand(), dispatch=False).projection.version
     lock = RQScheduler.get_locking_key(queue.name)
     queue.connection.set(lock, "a-killed-worker", ex=60)  # its lock, not yet expired

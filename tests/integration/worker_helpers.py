@@ -31,7 +31,9 @@ LOO = os.path.join(os.path.dirname(sys.executable), "loo")
 
 
 def four_bots(**options: Any) -> c.CreateTable:
-    """A shuffled 4-seat pool table whose every seat is the heuristic bot."""
+    """A shuffled 4-seat pool table whose every seat is the heuristic bot; the test starts
+    each hand itself unless it asks for auto_deal (which plays hand after hand)."""
+    options.setdefault("auto_deal", False)
     seats = tuple((f"Bot {i}", "heuristic") for i in range(4))
     return c.CreateTable(variant="loo", scoring="pool", seats=seats, first_dealer=0,
                          deal="shuffled", options=options)

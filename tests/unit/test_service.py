@@ -13,6 +13,7 @@ from ledger.app.views import Viewer, redact, table_view
 from ledger.core import commands as c
 from ledger.core.errors import RuleViolation
 from ledger.core.rules.actions import Play
+from ledger.core.rules.legal import legal_actions
 from ledger.store.base import AlreadyApplied, IdempotencyConflict, VersionConflict
 from ledger.store.memory import MemoryStore
 
@@ -39,6 +40,9 @@ def make_ledger() -> Ledger:
     return led
 
 
+MANUAL = {"auto_deal": False}  # the test starts each hand itself
+
+
 def bots(n: int, person: bool = False) -> tuple[tuple[str, str | None], ...]:
     seats = tuple((f"bot{i}", "heuristic") for i in range(n))
     return ((("Ann", None),) + seats[1:]) if person else seats
@@ -46,17 +50,65 @@ def bots(n: int, person: bool = False) -> tuple[tuple[str, str | None], ...]:
 
 def test_all_bot_table_plays_its_first_hand_and_settles():
     led = make_ledger()
-    tid, _tokens, p = led.create_table(c.CreateTable("loo", "pool", bots(4), 0, "shuffled"))
+    tid, _tokens, _ = led.create_table(c.CreateTable("loo", "pool", bots(4), 0, "shuffled", MANUAL))
+    p = led.execute(tid, c.StartHand()).projection
+    p = led.load(tid)
     t = p.table
     assert t.hand is not None and t.hand.phase == "complete" and t.settled
+    assert t.hand.number == 1 and t.status == "playing"  # no auto_deal: the scorer deals next
     assert sum(t.balances) + t.pool == 0
     result = audit(led.store.load(tid), p)
     assert result["ok"], result
 
 
+@pytest.mark.parametrize("max_hands", [1, 3])
+def test_all_bot_pool_table_with_auto_deal_plays_to_max_hands_and_closes_itself(max_hands):
+    """API.md, Tables: auto_deal means the same whoever sits; max_hands closes the table."""
+    led = make_ledger()
+    tid, _, p = led.create_table(c.CreateTable("loo", "pool", bots(4), 0, "shuffled",
+                                               {"max_hands": max_hands}))
+    t = p.table
+    assert t.status == "closed" and t.hand is not None and t.hand.number == max_hands
+    stored = led.store.load(tid)
+    closed = [e for e in stored if e.type == "table_closed"]
+    assert len(closed) == 1 and closed[0].data["reason"] == "max_hands"
+    assert closed[0].data["abandoned_hand"] is None
+    assert sum(t.balances) + t.pool == 0 and audit(stored, p)["ok"]
+
+
+def test_all_bot_pool_table_without_max_hands_stops_after_100_hands():
+    led = make_ledger()
+    tid, _, p = led.create_table(c.CreateTable("loo", "pool", bots(3), 0, "shuffled"))
+    assert p.table.opts.max_hands == 100
+    assert p.table.status == "closed" and p.table.hand.number == 100
+    assert audit(led.store.load(tid), p)["ok"]
+
+
+@pytest.mark.parametrize("variant", ["loo", "rounce"])
+def test_all_bot_points_game_with_auto_deal_plays_to_the_target(variant):
+    """§9: the game ends after the hand in which somebody reaches the target (or zero)."""
+    led = make_ledger()
+    tid, _, p = led.create_table(c.CreateTable(variant, "points", bots(2), 0, "shuffled",
+                                               {"target": 5}))
+    t = p.table
+    assert t.status == "finished" and t.winner is not None and t.opts.max_hands is None
+    assert audit(led.store.load(tid), p)["ok"]
+
+
+def test_max_hands_closes_a_table_with_people_too():
+    led = make_ledger()
+    tid, _, p = led.create_table(c.CreateTable("loo", "pool", bots(4, person=True), 1,
+                                               "shuffled", {"max_hands": 1}))
+    while p.table.status == "playing":
+        h = p.table.hand
+        p = led.execute(tid, c.Act(legal_actions(h, h.turn)[0])).projection
+        p = led.load(tid)
+    assert p.table.status == "closed" and p.table.hand.number == 1
+
+
 def test_replay_from_scratch_equals_live_state():
     led = make_ledger()
-    tid, _, _ = led.create_table(c.CreateTable("loo", "pool", bots(3), "lots", "shuffled"))
+    tid, _, _ = led.create_table(c.CreateTable("loo", "pool", bots(3), "lots", "shuffled", MANUAL))
     for _ in range(3):
         led.execute(tid, c.StartHand())
     live = led.load(tid)
@@ -65,7 +117,7 @@ def test_replay_from_scratch_equals_live_state():
 
 def test_causation_links_tricks_to_plays_and_penalties_to_the_loo():
     led = make_ledger()
-    tid, _, _ = led.create_table(c.CreateTable("loo", "pool", bots(4), 0, "shuffled"))
+    tid, _, _ = led.create_table(c.CreateTable("loo", "pool", bots(4), 0, "shuffled", MANUAL))
     for _ in range(4):
         led.execute(tid, c.StartHand())
     stored = led.store.load(tid)
@@ -243,7 +295,8 @@ def test_the_state_kept_after_a_write_is_the_state_its_stored_events_replay_to(
         variant, scoring, players):
     # The ledger keeps the table folded from the events it appended, not read back.
     led = _inline_ledger()
-    tid, _, _ = led.create_table(c.CreateTable(variant, scoring, bots(players), 0, "shuffled"))
+    tid, _, _ = led.create_table(c.CreateTable(variant, scoring, bots(players), 0, "shuffled",
+                                               MANUAL))
     for _ in range(4):
         if led.load(tid).table.status != "playing":
             break

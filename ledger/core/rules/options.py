@@ -28,6 +28,7 @@ class Options:
     target: int = 15
     auto_deal: bool = True
     deal: str = "shuffled"
+    max_hands: int | None = None  # the table closes itself once this many hands are settled
 
     @property
     def is_rounce(self) -> bool:
@@ -72,7 +73,7 @@ class Options:
             "lead_trump_threshold": self.lead_trump_threshold,
             "target": self.target,
             "auto_deal": self.auto_deal,
-        }
+        } | ({} if self.max_hands is None else {"max_hands": self.max_hands})
 
 
 def _int(value: Any, field: str, low: int, high: int) -> int:
@@ -110,7 +111,8 @@ def make_options(variant: Any = "loo", scoring: Any = None, players: Any = 4,
         raise Invalid("invalid_option", f"deal must be one of {', '.join(DEAL_MODES)}",
                       field="deal")
     players = _int(players, "seats", 2, 4)
-    known = {"ante", "dealer_ante", "loo_penalty", "lead_trump_threshold", "target", "auto_deal"}
+    known = {"ante", "dealer_ante", "loo_penalty", "lead_trump_threshold", "target", "auto_deal",
+             "max_hands"}
     unknown = sorted(set(opts) - known)
     if unknown:
         raise Invalid("invalid_option", f"unknown option(s): {', '.join(unknown)}",
@@ -141,5 +143,8 @@ def make_options(variant: Any = "loo", scoring: Any = None, players: Any = 4,
     auto_deal = opts.get("auto_deal", True)
     if not isinstance(auto_deal, bool):
         raise Invalid("invalid_option", "auto_deal must be true or false", field="auto_deal")
+    max_hands = opts.get("max_hands")
+    if max_hands is not None:
+        max_hands = _int(max_hands, "max_hands", 1, 100_000)
     return Options(variant, scoring, players, ante, dealer_ante, mode, multiplier,
-                   threshold, target, auto_deal, deal)
+                   threshold, target, auto_deal, deal, max_hands)

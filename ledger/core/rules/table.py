@@ -146,11 +146,17 @@ def settle(t: Table) -> list[ev.Event]:
     return settle_hand(t.opts, t.hand, t.pool, t.balances, t.scores)
 
 
+def hands_done(t: Table) -> bool:
+    """The table's `max_hands` are all settled: it closes itself (API.md, Tables)."""
+    return (t.opts.max_hands is not None and t.hand is not None and t.settled
+            and t.hand.number >= t.opts.max_hands)
+
+
 def needs_settlement(t: Table) -> bool:
     return t.hand is not None and t.hand.phase == "complete" and not t.settled
 
 
-def close(t: Table) -> list[ev.Event]:
+def close(t: Table, reason: str | None = None) -> list[ev.Event]:
     """§8.8: the players close the game; a non-empty pool is reported as left over."""
     if t.status == "closed":
         raise Invalid("table_closed", "the table is already closed")
@@ -158,7 +164,7 @@ def close(t: Table) -> list[ev.Event]:
     out: list[ev.Event] = []
     if t.seed:  # §10: an abandoned hand is over too: its deal can be checked and opened
         out.append(ev.SeedRevealed(seed=t.seed, order=tuple(shuffle(bytes.fromhex(t.seed)))))
-    return out + [ev.TableClosed(leftover=t.pool, abandoned_hand=abandoned)]
+    return out + [ev.TableClosed(leftover=t.pool, abandoned_hand=abandoned, reason=reason)]
 
 
 def _check_open(t: Table) -> None:
