@@ -12,12 +12,12 @@ import marshmallow as ma
 from flask import Flask, Response, current_app, request
 from flask.views import MethodView
 from flask_smorest import Api
-from werkzeug.exceptions import UnsupportedMediaType
+from werkzeug.exceptions import RequestEntityTooLarge, UnsupportedMediaType
 
 from ledger.api import errors
 from ledger.api.blueprint import Blueprint
 from ledger.api.jsonio import OrjsonProvider
-from ledger.bootstrap import ENV_VARS, Container, Settings, bootstrap, one_line
+from ledger.bootstrap import ENV_VARS, ConfigError, Container, Settings, bootstrap, one_line
 
 log = logging.getLogger(__name__)
 
@@ -110,8 +110,16 @@ def docs_page() -> Response:
     return Response(body, mimetype="text/html")
 
 
+DEFAULT_MAX_BODY = 8 * 1024 * 1024  # a loo-hh import of a long table fits; LOO_MAX_BODY_BYTES
+
+
 def require_json_body() -> None:
-    """A write with a body that is not JSON is refused up front (415), not half-parsed."""
+    """A body over the cap is refused on its announced length, before a byte of it is read
+    (413); a write with a body that is not JSON is refused up front (415), not half-parsed."""
+    limit = current_app.config.get("MAX_CONTENT_LENGTH")
+    if limit is not None and (request.content_length or 0) > limit:
+        raise RequestEntityTooLarge(
+            f"the request body is {request.content_length} bytes; the limit is {limit}")
     if request.method in {"POST", "PUT", "PATCH"} and request.content_length \
             and not request.is_json:
         raise UnsupportedMediaType("send the body as JSON, with Content-Type: application/json")
@@ -134,6 +142,8 @@ def create_app(container: Container | None = None,
     app = Flask("ledger")
     app.json = OrjsonProvider(app)
     app.config.from_mapping(API_CONFIG)
+    # Werkzeug refuses a longer body (413) also when no length was announced (chunked).
+    app.config["MAX_CONTENT_LENGTH"] = max_body_bytes(os.environ)
     app.config.from_mapping(test_config or {})
     if container is None:
         overrides = {k: str(v) for k, v in (test_config or {}).items() if k in ENV_VARS}
@@ -150,4 +160,22 @@ def create_app(container: Container | None = None,
 
     register_web(app)  # the pages: ledger/web (templates, static, scripts on the public API)
     app.before_request(require_json_body)
+    app.after_request(close_after_refused_body)
     return app
+
+
+def max_body_bytes(environ: Mapping[str, str]) -> int:
+    raw = environ.get("LOO_MAX_BODY_BYTES", "").strip()
+    if not raw:
+        return DEFAULT_MAX_BODY
+    if not raw.isdigit() or int(raw) < 1024:
+        raise ConfigError(f"LOO_MAX_BODY_BYTES: {raw!r} is not a whole number of bytes >= 1024")
+    return int(raw)
+
+
+def close_after_refused_body(resp: Response) -> Response:
+    """After a 413 the unread body is not drained (it may be gigabytes): the connection
+    closes instead of being kept alive for the next request."""
+    if resp.status_code == 413:
+        resp.headers["Connection"] = "close"
+    return resp

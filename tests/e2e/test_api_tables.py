@@ -185,3 +185,14 @@ def test_all_bot_pool_table_without_max_hands_gets_100(club: Club):
 def test_max_hands_out_of_range_is_422(club: Club, max_hands):
     r = club.c.post("/v1/tables", json={"seats": FOUR, "options": {"max_hands": max_hands}})
     assert r.status_code == 422, r.get_json()
+
+
+def test_a_body_over_the_cap_is_413_problem_json_and_creates_nothing(app, club: Club):
+    app.config["MAX_CONTENT_LENGTH"] = 2048
+    big = {"seats": FOUR, "pad": "x" * 4096}
+    r = club.c.post("/v1/tables", json=big)
+    assert r.status_code == 413 and r.content_type == "application/problem+json"
+    assert r.get_json()["code"] == "request_entity_too_large"
+    assert "2048" in r.get_json()["detail"] and r.headers["Connection"] == "close"
+    ok = club.c.post("/v1/tables", json={"seats": FOUR})
+    assert ok.status_code == 201  # a body within the cap is served as before

@@ -161,3 +161,39 @@ def test_an_unexpected_error_is_a_logged_500_without_a_trace(
     assert_problem((r.status_code, r.mimetype, r.get_json()), 500, "internal_error")
     assert "secret internals" not in r.get_data(as_text=True)
     assert "secret internals" in caplog.text  # logged, with its traceback, for the operator
+
+
+# ---- request size: a huge body is refused at once, never read ------------------------------
+def _raw_exchange(url: str, head: bytes, body: bytes = b"") -> tuple[bytes, float, bool]:
+    """Send a raw request; (the answer, seconds to its first byte, closed by the server)."""
+    host, port = url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        start = time.monotonic()
+        s.sendall(head + body)
+        answer = s.recv(65536)
+        took = time.monotonic() - start
+        s.settimeout(5)
+        try:
+            while chunk := s.recv(65536):
+                answer += chunk
+            closed = True
+        except TimeoutError:
+            closed = False
+    return answer, took, closed
+
+
+@pytest.mark.parametrize("announced", [10 * 1024**3, 9 * 1024 * 1024])
+def test_a_body_over_the_cap_is_413_at_once_and_the_connection_closes(
+        tmp_path: Path, announced: int) -> None:
+    with serving(cwd=tmp_path) as url:
+        head = (b"POST /v1/tables HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Content-Length: " + str(announced).encode() + b"\r\n\r\n")
+        answer, took, closed = _raw_exchange(url, head, b'{"seats": [')
+        status_line, _, rest = answer.partition(b"\r\n")
+        assert b" 413 " in status_line, answer[:300]
+        assert b"application/problem+json" in rest and b'"code":"request_entity_too_large"' \
+            in rest.replace(b" ", b"")
+        assert took < 2.0 and closed  # not a byte more is read; no keep-alive
+        assert fetch(url + "/healthz")[0] == 200  # the server is free for others
+        status, _, page = fetch(url + "/v1/tables?limit=1")
+        assert status in (200, 404, 405)  # whatever the listing says, nothing was created
