@@ -118,6 +118,12 @@ class WriteIn(Strict):
                                       validate=validate.Range(min=0))
 
 
+class SpectatorIn(WriteIn):
+    label = fields.String(load_default=None, allow_none=True,
+                          validate=validate.Length(max=100),
+                          metadata={"description": "what the link is for, e.g. a club screen"})
+
+
 class ResultIn(Strict):
     decisions = fields.Dict(keys=fields.String(), values=fields.String(), required=True)
     for_pool = StrictBoolean(load_default=False)

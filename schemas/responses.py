@@ -212,6 +212,18 @@ class ClosedOut(Open):
     table = fields.Nested(TableOut)
 
 
+class SpectatorOut(Open):
+    id = fields.String(metadata={"description": "revoke with DELETE .../spectators/{id}"})
+    token = fields.String(metadata={"description": "read-only bearer token, shown once"})
+    label = fields.String(allow_none=True)
+    version = fields.Integer()
+
+
+class SpectatorListOut(Open):
+    items = fields.List(fields.Dict())
+    next = fields.String(allow_none=True)
+
+
 class ProblemOut(Open):
     type = fields.String()
     title = fields.String()

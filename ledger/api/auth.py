@@ -31,10 +31,15 @@ def viewer_for(p: Projection) -> Viewer:
     for i, h in enumerate(tokens.get("seats", [])):
         if hmac.compare_digest(digest, h):
             seat = i
+    spectator = False
+    for _sid, h in p.table.spectators:
+        spectator |= hmac.compare_digest(digest, h)
     if admin:
         return Viewer(admin=True)
     if seat is not None:
         return Viewer(admin=False, seat=seat)
+    if spectator:
+        return Viewer(admin=False, spectator=True)
     raise Unauthorized("invalid_token", "this token does not open this table")
 
 
@@ -44,6 +49,8 @@ def authenticate(table_id: str, admin_only: bool = False) -> Viewer:
     led = ledger()
     p = led.cached(table_id) or led.load(table_id)  # tokens never change: any version will do
     viewer = viewer_for(p)
+    if viewer.spectator:
+        raise Forbidden("read_only_token", "a spectator token only reads this table")
     if admin_only:
         require_admin(viewer)
     g.loo_viewer = viewer

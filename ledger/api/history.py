@@ -11,7 +11,7 @@ from flask.views import MethodView
 
 from ledger.api.auth import ledger, viewer_for
 from ledger.api.blueprint import Blueprint
-from ledger.app.history import hand_document, table_history
+from ledger.app.history import hand_document, hand_events, table_history
 from ledger.app.projector import project
 from ledger.core.errors import Conflict, NotFound
 from schemas.responses import HandHistoryOut
@@ -35,8 +35,8 @@ class HandHistory(MethodView):
             raise NotFound("hand_not_found", f"hand {number} has not been played at this table")
         first = p.hand_starts[number - 1]
         before = project(led.store.load(table_id, up_to_version=first - 1)).table
-        mine = [s for s in led.store.load(table_id, after_version=first - 1,
-                                          up_to_version=p.version) if s.hand == number]
+        mine = hand_events(led.store.load(table_id, after_version=first - 1,
+                                          up_to_version=p.version), number)
         if not any(s.type == "hand_settled" for s in mine):
             raise Conflict("hand_live", f"hand {number} is still being played: its history "
                            "is published once it is complete and settled")

@@ -11,10 +11,13 @@ from ledger.api import idempotency as idem
 from ledger.api.auth import authenticate, ledger, viewer_for
 from ledger.api.blueprint import Blueprint
 from ledger.api.writes import BODY_PARSER, first_answer, write, write_response
+from ledger.app.service import token_hash
 from ledger.app.views import Viewer, table_view
 from ledger.core import commands as c
-from schemas.requests import CreateTableIn, WriteIn
-from schemas.responses import ClosedOut, CreatedOut, TableOut
+from ledger.core.errors import Forbidden
+from ledger.store.base import IdempotentResult
+from schemas.requests import CreateTableIn, SpectatorIn, WriteIn
+from schemas.responses import ClosedOut, CreatedOut, SpectatorListOut, SpectatorOut, TableOut
 
 blp = Blueprint("tables", __name__, url_prefix="/v1/tables",
                 description="Create a table, read it as your token may see it, close it.")
@@ -25,7 +28,7 @@ blp.ARGUMENTS_PARSER = BODY_PARSER  # before the routes below: their decorators 
 def who_calls() -> None:
     """Closing is the admin's: 404 / 401 / 403 come before anything about the body."""
     table_id = (request.view_args or {}).get("table_id")
-    if request.method == "POST" and table_id is not None:
+    if request.method in ("POST", "DELETE") and table_id is not None:
         authenticate(table_id, admin_only=True)
 
 
@@ -80,3 +83,38 @@ class CloseResource(MethodView):
         closed = [e for e in out["events"] if e["type"] == "table_closed"]
         out["leftover"] = closed[-1]["data"]["leftover"] if closed else out["table"]["pool"]
         return out
+
+
+@blp.route("/<table_id>/spectators")
+class Spectators(MethodView):
+    @blp.arguments(SpectatorIn)
+    @blp.response(201, SpectatorOut)
+    def post(self, body: dict[str, Any], table_id: str) -> Any:
+        """A read-only token (admin) for a public link or a club screen: it sees every tile
+        of a complete hand and none of a live one, and may write nothing. Shown once."""
+        sid, token = ledger().spectator_token(table_id, idem.key())
+        _, written = write(table_id, body, lambda v, p: c.AddSpectator(
+            sid, token_hash(token), body.get("label")), admin_only=True)
+        version = (written.last_version if isinstance(written, IdempotentResult)
+                   else written.projection.version)
+        return {"id": sid, "token": token, "label": body.get("label"), "version": version}
+
+    @blp.response(200, SpectatorListOut)
+    def get(self, table_id: str) -> Any:
+        """The table's live spectator tokens (admin), without their secrets."""
+        p = ledger().load(table_id)
+        viewer = viewer_for(p)
+        if not viewer.admin:
+            raise Forbidden("admin_only", "only the table's admin token may do this")
+        labels = {e.id: e.label for e in ledger().spectators(table_id)}
+        return {"items": [{"id": sid, "label": labels.get(sid)}
+                          for sid, _ in p.table.spectators], "next": None}
+
+
+@blp.route("/<table_id>/spectators/<spectator_id>")
+class SpectatorResource(MethodView):
+    @blp.response(204)
+    def delete(self, table_id: str, spectator_id: str) -> Any:
+        """Revoke a spectator token (admin): it opens nothing from now on."""
+        write(table_id, {}, lambda v, p: c.RevokeSpectator(spectator_id), admin_only=True)
+        return ""

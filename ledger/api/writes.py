@@ -156,5 +156,4 @@ def _follows_by_itself(prev: StoredEvent, s: StoredEvent, t: tb.Table) -> bool:
         return True  # the rest of the batch `prev` belongs to
     # With auto_deal the settlement deals the next hand in the same batch (handlers.settle).
     return (s.type == "hand_started" and prev.type == "hand_settled"
-            and t.opts.deal == "shuffled" and t.opts.auto_deal
-            and not all(b is not None for b in t.bots))
+            and t.opts.deal == "shuffled" and t.opts.auto_deal)

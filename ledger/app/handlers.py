@@ -116,6 +116,14 @@ def settle(p: Projection, seeds: Seeds) -> list[ev.Event]:
     return events
 
 
+def add_spectator(p: Projection, cmd: c.AddSpectator) -> list[ev.Event]:
+    return tb.add_spectator(p.table, cmd.id, cmd.token_hash, cmd.label)
+
+
+def revoke_spectator(p: Projection, cmd: c.RevokeSpectator) -> list[ev.Event]:
+    return tb.revoke_spectator(p.table, cmd.id)
+
+
 def close(p: Projection) -> list[ev.Event]:
     return tb.close(p.table)
 

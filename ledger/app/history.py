@@ -155,6 +155,14 @@ def _document(table_id: str, before: tb.Table, stored: Sequence[Any],
     return doc
 
 
+def hand_events(stored: Sequence[Any], number: int) -> list[Any]:
+    """Hand `number`'s events from a run of a table's events that starts at its deal, with the
+    table-level events that fell between them (ev.ASIDE), so the hand's chain links."""
+    last = max((s.version for s in stored if s.hand == number), default=0)
+    return [s for s in stored if s.version <= last
+            and (s.hand == number or s.hand is None and s.type in ev.ASIDE)]
+
+
 def table_history(table_id: str, load: Callable[[int, int], Sequence[Any]], up_to: int,
                   checkpoints: Sequence[dict[str, Any]] = (),
                   numbers: Callable[[int], bool] = lambda n: True,
@@ -174,7 +182,8 @@ def table_history(table_id: str, load: Callable[[int, int], Sequence[Any]], up_t
         if not page:
             break
         for s in page:
-            if current and s.hand == number and s.type != "hand_started":
+            if current and (s.hand == number and s.type != "hand_started"
+                            or s.hand is None and s.type in ev.ASIDE):
                 current.append(s)
                 continue
             if current:  # the hand is over: its file, and the table after it

@@ -38,7 +38,8 @@ log = logging.getLogger(__name__)
 # hand_completed event.
 _FROM_PREVIOUS = (ev.TrickWon, ev.HandCompleted, ev.SeedRevealed, ev.PenaltyAssessed)
 _FROM_COMPLETION = (ev.TricksPaid, ev.PlayerLooed, ev.PointsScored, ev.HandSettled, ev.GameWon)
-_TABLE_LEVEL = (ev.TableCreated, ev.SeatFilled, ev.DealerChosen, ev.TableClosed)
+_TABLE_LEVEL = (ev.TableCreated, ev.SeatFilled, ev.DealerChosen, ev.TableClosed,
+                ev.SpectatorAdded, ev.SpectatorRevoked)
 
 
 class Dispatcher(Protocol):
@@ -191,6 +192,10 @@ class Ledger:
             cause = f"bot:{policy}"
         elif isinstance(cmd, c.CloseTable):
             events = handlers.close(p)
+        elif isinstance(cmd, c.AddSpectator):
+            events = handlers.add_spectator(p, cmd)
+        elif isinstance(cmd, c.RevokeSpectator):
+            events = handlers.revoke_spectator(p, cmd)
         else:  # pragma: no cover - CreateTable has its own entry point
             raise TypeError(cmd)
         return events, cause
@@ -258,6 +263,22 @@ class Ledger:
             out.append(NewEvent(type=e.type, hand=None if isinstance(e, _TABLE_LEVEL) else hand,
                                 data=ev.to_data(e), causation=causation))
         return out
+
+    def spectators(self, table_id: str) -> list[ev.SpectatorAdded]:
+        """Every spectator token the table was given (revoked ones too), as recorded."""
+        return [ev.from_data(s.type, s.data) for s in self.store.load(table_id)
+                if s.type == "spectator_added"]  # type: ignore[misc]
+
+    def spectator_token(self, table_id: str, idempotency_key: str | None) -> tuple[str, str]:
+        """A new spectator's (id, token). Under an Idempotency-Key both derive from the key
+        (an HMAC under the deployment's secret), so a repeat answers with the same token
+        although only its hash is stored; without one they are random."""
+        if idempotency_key is not None:
+            root = _mac(self.store.server_secret(), f"spectator|{table_id}|{idempotency_key}")
+            token = base64.urlsafe_b64encode(root[:24]).decode()
+        else:
+            token = secrets.token_urlsafe(24)
+        return "sp_" + token_hash(token)[:16], token
 
     # ---- import -----------------------------------------------------------------------------
     def import_table(self, plan: Any) -> tuple[str, dict[str, Any], Projection]:

@@ -220,8 +220,9 @@ def verify_document(doc: Any, key: Any = None) -> Verified:
     except (LedgerError, KeyError, ValueError, TypeError, IndexError) as err:
         detail = getattr(err, "detail", None) or str(err)
         raise VerifyError(f"hand {number}: cannot be replayed by the rules ({detail})") from None
+    played = [e for e in events if e["type"] not in ev.ASIDE]  # the chain links through them
     for i, want in enumerate(expected):
-        got = events[i] if i < len(events) else None
+        got = played[i] if i < len(played) else None
         if got is None:
             raise VerifyError(f"hand {number}: the events end before {want.type} "
                               "that the rules give")
@@ -229,7 +230,7 @@ def verify_document(doc: Any, key: Any = None) -> Verified:
             raise VerifyError(f"hand {number}: event version {got['version']} "
                               f"({got['type']}) is not what the rules give "
                               f"({want.type} {orjson.dumps(ev.to_data(want)).decode()[:160]})")
-    extra = events[len(expected):]
+    extra = played[len(expected):]
     if extra and not hand.get("voided"):
         raise VerifyError(f"hand {number}: event version {extra[0]['version']} "
                           f"({extra[0]['type']}) follows the settlement")

@@ -19,6 +19,11 @@ class Viewer:
 
     admin: bool
     seat: int | None = None
+    spectator: bool = False  # a read-only token: sees what no seat hides
+
+    @property
+    def role(self) -> str:
+        return "admin" if self.admin else "spectator" if self.spectator else "seat"
 
     def sees_seat(self, seat: int) -> bool:
         return self.admin or self.seat == seat
@@ -99,7 +104,7 @@ def table_view(table_id: str, p: Projection, viewer: Viewer) -> dict[str, Any]:
         "winner": t.winner, "tied": list(t.tied),
         "hand": hand_view(t, viewer) if t.hand is not None else None,
         "legal_actions": legal_view(t, viewer),
-        "viewer": {"role": "admin" if viewer.admin else "seat", "seat": viewer.seat},
+        "viewer": {"role": viewer.role, "seat": viewer.seat},
     }
 
 

@@ -48,4 +48,19 @@ class CloseTable:
     pass
 
 
-Command = CreateTable | StartHand | Act | SettleHand | PlayBot | CloseTable
+@dataclass(frozen=True, slots=True)
+class AddSpectator:
+    """A read-only token; the app layer makes it and keeps only its hash."""
+
+    id: str
+    token_hash: str
+    label: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RevokeSpectator:
+    id: str
+
+
+Command = (CreateTable | StartHand | Act | SettleHand | PlayBot | CloseTable | AddSpectator
+           | RevokeSpectator)

@@ -53,6 +53,25 @@ class SeatFilled(Event):
     bot: str | None = None
 
 
+@_event("spectator_added")
+class SpectatorAdded(Event):
+    """A read-only token for the table: it sees what no seat hides (API.md Spectators)."""
+
+    id: str
+    token_hash: str
+    label: str | None = None
+
+
+@_event("spectator_revoked")
+class SpectatorRevoked(Event):
+    id: str
+
+
+# Table-level events that may fall between a hand's events without being part of its play:
+# a hand's record keeps them (its hash chain links through them); its rules ignore them.
+ASIDE = frozenset({"spectator_added", "spectator_revoked"})
+
+
 @_event("dealer_chosen")
 class DealerChosen(Event):
     seat: int

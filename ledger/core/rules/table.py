@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger.core import events as ev
-from ledger.core.errors import Invalid
+from ledger.core.errors import Invalid, NotFound
 from ledger.core.rules import hand as hd
 from ledger.core.rules.actions import Action
 from ledger.core.rules.deal import commitment, deal, lots, shuffle
@@ -39,6 +39,7 @@ class Table:
     winner: int | None = None
     tied: tuple[int, ...] = ()
     seed: str | None = None  # the live hand's seed: secret until revealed
+    spectators: tuple[tuple[str, str], ...] = ()  # (id, token hash) of each live one
 
     @property
     def players(self) -> int:
@@ -167,6 +168,19 @@ def close(t: Table, reason: str | None = None) -> list[ev.Event]:
     return out + [ev.TableClosed(leftover=t.pool, abandoned_hand=abandoned, reason=reason)]
 
 
+def add_spectator(t: Table, id_: str, token_hash: str, label: str | None) -> list[ev.Event]:
+    """A read-only token; allowed in any status (a finished game is still worth showing)."""
+    if any(sid == id_ for sid, _ in t.spectators):
+        raise Invalid("spectator_exists", f"spectator {id_} already exists")
+    return [ev.SpectatorAdded(id=id_, token_hash=token_hash, label=label)]
+
+
+def revoke_spectator(t: Table, id_: str) -> list[ev.Event]:
+    if not any(sid == id_ for sid, _ in t.spectators):
+        raise NotFound("unknown_spectator", f"this table has no spectator token {id_}")
+    return [ev.SpectatorRevoked(id=id_)]
+
+
 def _check_open(t: Table) -> None:
     if t.status != "playing":
         raise Invalid(f"table_{t.status}", f"the table is {t.status}: no more hands")
@@ -195,6 +209,7 @@ class Draft:
     winner: int | None
     tied: tuple[int, ...]
     seed: str | None
+    spectators: tuple[tuple[str, str], ...]
 
     @property
     def players(self) -> int:
@@ -219,6 +234,14 @@ def _created(t: Draft, e: ev.TableCreated) -> None:
 def _seat(t: Draft, e: ev.SeatFilled) -> None:
     t.names = hd._set(t.names, e.seat, e.name)
     t.bots = hd._set(t.bots, e.seat, e.bot)
+
+
+def _spectator_added(t: Draft, e: ev.SpectatorAdded) -> None:
+    t.spectators = (*t.spectators, (e.id, e.token_hash))
+
+
+def _spectator_revoked(t: Draft, e: ev.SpectatorRevoked) -> None:
+    t.spectators = tuple(s for s in t.spectators if s[0] != e.id)
 
 
 def _dealer(t: Draft, e: ev.DealerChosen) -> None:
@@ -282,6 +305,8 @@ EVOLVE: dict[type, Any] = {
     ev.TableCreated: _created,
     ev.SeatFilled: _seat,
     ev.DealerChosen: _dealer,
+    ev.SpectatorAdded: _spectator_added,
+    ev.SpectatorRevoked: _spectator_revoked,
     ev.HandStarted: _hand_started,
     ev.StakePosted: _stake,
     ev.TilesDealt: _dealt,
