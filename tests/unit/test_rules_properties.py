@@ -182,7 +182,7 @@ def tuples(value: Any) -> Any:
 KNOWN_CODEC_GAPS: set[tuple[str, str]] = set()
 
 
-def check_round_trip(events: list[ev.Event], t: tb.Table) -> None:
+def check_round_trip(events: list[ev.Event], t: tb.Table, start: tb.Table | None = None) -> None:
     """Every event survives to_data -> JSON -> from_data; replaying the copies gives `t`."""
     back = []
     for e in events:
@@ -195,7 +195,7 @@ def check_round_trip(events: list[ev.Event], t: tb.Table) -> None:
             else:
                 assert theirs == mine, (e, again)
         back.append(again)
-    assert tb.replay(back) == t
+    assert tb.replay(back, start) == t
 
 
 # ---- the game driver -------------------------------------------------------------------------
@@ -417,6 +417,13 @@ def test_events_every_type_round_trips():
             t, events = play_game(setup)
             check_round_trip(events, t)
             seen |= {e.type for e in events}
+    # Table administration, not play: a spectator token added then revoked.
+    t = tb.replay(tb.add_spectator(t, "sp_1", "ab" * 32, "screen"), t)
+    admin = tb.add_spectator(t, "sp_2", "cd" * 32, None) + tb.revoke_spectator(t, "sp_1")
+    t2 = tb.replay(admin, t)
+    assert t2.spectators == (("sp_2", "cd" * 32),)
+    check_round_trip(admin, t2, start=t)
+    seen |= {e.type for e in admin}
     assert seen == set(ev.REGISTRY)
 
 
