@@ -118,6 +118,11 @@ class WriteIn(Strict):
                                       validate=validate.Range(min=0))
 
 
+class VoidIn(WriteIn):
+    reason = fields.String(required=True, validate=validate.Length(min=1, max=500),
+                           metadata={"description": "why the hand is voided (kept in the log)"})
+
+
 class SpectatorIn(WriteIn):
     label = fields.String(load_default=None, allow_none=True,
                           validate=validate.Length(max=100),

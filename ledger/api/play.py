@@ -15,7 +15,7 @@ from ledger.app.views import Viewer
 from ledger.core import commands as c
 from ledger.core.errors import Invalid
 from ledger.core.rules.actions import Action, Decide, Discard, Play
-from schemas.requests import ActionIn, StartHandIn
+from schemas.requests import ActionIn, StartHandIn, VoidIn
 from schemas.responses import ActionOut
 
 blp = Blueprint("play", __name__, url_prefix="/v1/tables",
@@ -28,7 +28,8 @@ def who_calls() -> None:
     """404 / 401 / 403 come before anything about the body; starting a hand is the admin's."""
     table_id = (request.view_args or {}).get("table_id")
     if request.method == "POST" and table_id is not None:
-        authenticate(table_id, admin_only=request.path.rstrip("/").endswith("/hands"))
+        path = request.path.rstrip("/")
+        authenticate(table_id, admin_only=path.endswith(("/hands", "/void")))
 
 FIELDS = {
     "decide": {"choice", "take_turn_up", "discard", "for_pool", "drawn"},
@@ -105,3 +106,19 @@ class Actions(MethodView):
         if viewer.admin:
             out["seat"] = seat_box[0] if seat_box else body.get("seat")
         return out
+
+
+@blp.route("/<table_id>/hands/<int:number>/void")
+class VoidHandResource(MethodView):
+    @blp.arguments(VoidIn)
+    @blp.response(200, ActionOut)
+    def post(self, body: dict[str, Any], table_id: str, number: int) -> Any:
+        """Void the latest settled hand (admin): hand_voided and one compensating transfer
+        (reason void) or score per original one, so balances, pool and scores are as before
+        the hand; a game that hand won is un-won. The hand stays in the record, marked
+        voided. Only the latest settled hand of a table that has not started another (422
+        naming the one that may be voided); to correct an older hand, void back to it. The
+        next hand is dealt by the voided hand's dealer; a results hand may be entered again."""
+        viewer, written = write(table_id, body, lambda v, p: c.VoidHand(number, body["reason"]),
+                                admin_only=True)
+        return write_response(table_id, viewer, written)

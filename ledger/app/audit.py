@@ -123,6 +123,12 @@ def _settlements(stored: Sequence[StoredEvent]) -> Any:
         elif tb.needs_settlement(t) and isinstance(e, _SETTLEMENT):
             expected = tb.settle(t)
             what = "the settlement differs from " + ("§8" if t.opts.scoring == "pool" else "§9")
+        elif isinstance(e, ev.HandVoided):
+            try:
+                expected = tb.void(t, e.number, e.reason)
+            except LedgerError as err:
+                return f"version {version}: hand {e.number} could not be voided here ({err})"
+            what = "the void does not reverse exactly what its hand moved"
         elif isinstance(e, (ev.StakePosted, *_SETTLEMENT)):
             return f"version {version}: {e.type} outside the stakes or a settlement"
         if expected is None:
@@ -144,6 +150,9 @@ def _pool_delta(s: StoredEvent) -> int:
         return int(d["amount"])
     if s.type == "tricks_paid":
         return -sum(d["payments"].values())
+    if s.type == "hand_voided":
+        return sum(x["amount"] if x["to"] == "pool" else -x["amount"] if x["from"] == "pool"
+                   else 0 for x in d["transfers"])
     return 0
 
 

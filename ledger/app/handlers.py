@@ -124,6 +124,10 @@ def revoke_spectator(p: Projection, cmd: c.RevokeSpectator) -> list[ev.Event]:
     return tb.revoke_spectator(p.table, cmd.id)
 
 
+def void_hand(p: Projection, cmd: c.VoidHand) -> list[ev.Event]:
+    return tb.void(p.table, cmd.number, cmd.reason)
+
+
 def close(p: Projection) -> list[ev.Event]:
     return tb.close(p.table)
 

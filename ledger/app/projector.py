@@ -77,6 +77,9 @@ def chip_ledger(stored: Iterable[StoredEvent], players: int) -> dict[str, Any]:
         elif s.type == "penalty_assessed":  # §8.5: the uncapped amount and the cap applied
             move(s, SEAT(d["seat"]), "pool", d["amount"], "loo", uncapped=d["uncapped"],
                  cap=d["cap"], mode=d["mode"])
+        elif s.type == "hand_voided":  # a correction: each transfer of the hand reversed
+            for x in d["transfers"]:
+                move(s, x["from"], x["to"], x["amount"], "void")
     return {"transfers": transfers, "balances": balances}
 
 
@@ -90,6 +93,10 @@ def score_sheet(stored: Iterable[StoredEvent], table: tb.Table) -> dict[str, Any
             for d in s.data["deltas"]:
                 scores.append({"hand": s.hand, "version": s.version, "seat": d["seat"],
                                "delta": d["delta"], "reason": d["reason"]})
+        elif s.type == "hand_voided":
+            for x in s.data["score_changes"]:
+                scores.append({"hand": s.hand, "version": s.version, "seat": x["seat"],
+                               "delta": x["delta"], "reason": "void"})
     start = initial_scores(table.opts)
     totals = {SEAT(i): v for i, v in enumerate(table.scores)}
     return {"scores": scores, "start": {SEAT(i): v for i, v in enumerate(start)},

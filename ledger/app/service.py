@@ -192,6 +192,8 @@ class Ledger:
             cause = f"bot:{policy}"
         elif isinstance(cmd, c.CloseTable):
             events = handlers.close(p)
+        elif isinstance(cmd, c.VoidHand):
+            events = handlers.void_hand(p, cmd)
         elif isinstance(cmd, c.AddSpectator):
             events = handlers.add_spectator(p, cmd)
         elif isinstance(cmd, c.RevokeSpectator):
@@ -260,6 +262,10 @@ class Ledger:
                 causation = f"event:{completed}"
             else:
                 causation = cause
+            if isinstance(e, ev.HandVoided):  # it belongs to the hand it voids
+                out.append(NewEvent(type=e.type, hand=e.number, data=ev.to_data(e),
+                                    causation=causation))
+                continue
             out.append(NewEvent(type=e.type, hand=None if isinstance(e, _TABLE_LEVEL) else hand,
                                 data=ev.to_data(e), causation=causation))
         return out

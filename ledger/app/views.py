@@ -56,7 +56,7 @@ def hand_view(t: tb.Table, viewer: Viewer, h: Hand | None = None,
     tricks = [_trick(tr) for tr in h.tricks] + ([_trick(h.current)] if h.current else [])
     out: dict[str, Any] = {
         "number": h.number, "phase": hand_phase(t) if h is t.hand else h.phase,
-        "dealer": h.dealer, "turn": h.turn, "mode": h.mode,
+        "dealer": h.dealer, "turn": h.turn, "mode": h.mode, "voided": h.number in t.voided,
         "turn_up": NAMES[h.turn_up] if h.turn_up is not None else None,
         "trump": h.trump, "turn_up_taken": h.turn_up_taken,
         "decisions": {str(s): d for s, d in enumerate(h.decisions) if d is not None},

@@ -62,5 +62,13 @@ class RevokeSpectator:
     id: str
 
 
+@dataclass(frozen=True, slots=True)
+class VoidHand:
+    """Void the latest settled hand by compensating events (a scorer's correction)."""
+
+    number: int
+    reason: str
+
+
 Command = (CreateTable | StartHand | Act | SettleHand | PlayBot | CloseTable | AddSpectator
-           | RevokeSpectator)
+           | RevokeSpectator | VoidHand)

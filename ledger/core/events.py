@@ -207,6 +207,18 @@ class HandSettled(Event):
     scores: tuple[int, ...]
 
 
+@_event("hand_voided")
+class HandVoided(Event):
+    """A correction: the hand's chips and points go back (API.md Corrections)."""
+
+    number: int
+    reason: str
+    transfers: tuple[tuple[str, str, int], ...]  # (from, to, amount), each original reversed
+    score_changes: tuple[tuple[int, int], ...]  # (seat, delta), each original delta negated
+    totals: tuple[int, ...]  # the scores after the void
+    unwon: bool = False  # the hand had won the game: the game goes on
+
+
 @_event("game_won")
 class GameWon(Event):
     seat: int | None
@@ -236,6 +248,10 @@ def _encode(field: str, value: Any) -> Any:
         return {str(s): v for s, v in enumerate(value)}
     if field == "deltas":
         return [{"seat": s, "delta": d, "reason": r} for s, d, r in value]
+    if field == "transfers":
+        return [{"from": a, "to": b, "amount": n} for a, b, n in value]
+    if field == "score_changes":
+        return [{"seat": s, "delta": d} for s, d in value]
     if field == "tied" or field == "looed" or field == "dropped":
         return list(value)
     return value
@@ -259,6 +275,8 @@ _DECODERS: dict[str, Any] = {
     "hands": lambda v: tuple(_tiles(h) for h in _per_seat(v)),
     "plays": lambda v: tuple((p["seat"], parse_tile(p["tile"])) for p in v),
     "deltas": lambda v: tuple((d["seat"], d["delta"], d["reason"]) for d in v),
+    "transfers": lambda v: tuple((d["from"], d["to"], d["amount"]) for d in v),
+    "score_changes": lambda v: tuple((d["seat"], d["delta"]) for d in v),
 }
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ledger.core import events as ev
@@ -18,6 +18,20 @@ from ledger.core.rules.results import result_events
 from ledger.core.rules.scoring import initial_scores
 from ledger.core.rules.scoring import settle as settle_hand
 from ledger.core.rules.tiles import Tile
+
+
+@dataclass(frozen=True, slots=True)
+class HandBook:
+    """What a hand moved, kept so a correction can move it back (API.md Corrections)."""
+
+    number: int
+    dealer: int
+    flows: tuple[tuple[str, str, int], ...] = ()  # (from, to, amount): "seat:N" or "pool"
+    points: tuple[tuple[int, int], ...] = ()  # (seat, delta)
+    scores_before: tuple[int, ...] = ()
+    status_before: str = "playing"
+    winner_before: int | None = None
+    tied_before: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -40,6 +54,9 @@ class Table:
     tied: tuple[int, ...] = ()
     seed: str | None = None  # the live hand's seed: secret until revealed
     spectators: tuple[tuple[str, str], ...] = ()  # (id, token hash) of each live one
+    book: HandBook | None = None  # the hand being played or last settled
+    voidable: tuple[HandBook, ...] = ()  # settled hands not voided, oldest first
+    voided: tuple[int, ...] = ()
 
     @property
     def players(self) -> int:
@@ -181,6 +198,35 @@ def revoke_spectator(t: Table, id_: str) -> list[ev.Event]:
     return [ev.SpectatorRevoked(id=id_)]
 
 
+def void(t: Table, number: int, reason: str) -> list[ev.Event]:
+    """API.md Corrections: the latest settled hand of a table that has not started another
+    is voided by compensating events; its record stays. Older hands: void back to them."""
+    if t.status == "closed":
+        raise Invalid("table_closed", "the table is closed: its hands can no longer be voided")
+    latest = t.hand.number if t.hand is not None else 0
+    if not 1 <= number <= latest:
+        raise NotFound("hand_not_found", f"hand {number} has not been played at this table")
+    if not t.settled:
+        raise Invalid("not_latest_settled_hand", f"hand {latest} is being played: finish it "
+                      "first; only the latest settled hand of a table that has not started "
+                      "another may be voided", may_void=None)
+    may = t.voidable[-1].number if t.voidable else None
+    if number in t.voided:
+        raise Invalid("hand_already_voided", f"hand {number} is already voided"
+                      + (f"; hand {may} may be voided next" if may else ""), may_void=may)
+    if number != may:
+        raise Invalid("not_latest_settled_hand",
+                      f"only the latest settled hand may be voided: hand {may}; to correct "
+                      f"hand {number}, void back to it one hand at a time"
+                      if may else "no settled hand is left to void", may_void=may)
+    book = t.voidable[-1]
+    back = tuple(reversed([(dst, src, amount) for src, dst, amount in book.flows]))
+    points = tuple((seat, -delta) for seat, delta in reversed(book.points))
+    return [ev.HandVoided(number=number, reason=reason, transfers=back, score_changes=points,
+                          totals=book.scores_before, unwon=t.status == "finished"
+                          and book.status_before != "finished")]
+
+
 def _check_open(t: Table) -> None:
     if t.status != "playing":
         raise Invalid(f"table_{t.status}", f"the table is {t.status}: no more hands")
@@ -210,6 +256,9 @@ class Draft:
     tied: tuple[int, ...]
     seed: str | None
     spectators: tuple[tuple[str, str], ...]
+    book: HandBook | None
+    voidable: tuple[HandBook, ...]
+    voided: tuple[int, ...]
 
     @property
     def players(self) -> int:
@@ -251,6 +300,13 @@ def _dealer(t: Draft, e: ev.DealerChosen) -> None:
 def _hand_started(t: Draft, e: ev.HandStarted) -> None:
     t.hand = hd.new_hand(e.number, e.dealer, t.opts, e.mode, t.pool, e.commitment)
     t.settled, t.dealer, t.seed = False, e.dealer, None
+    t.book = HandBook(e.number, e.dealer, scores_before=t.scores, status_before=t.status,
+                      winner_before=t.winner, tied_before=t.tied)
+
+
+def _flow(t: Draft, src: str, dst: str, amount: int) -> None:
+    if t.book is not None and amount > 0:
+        t.book = replace(t.book, flows=(*t.book.flows, (src, dst, amount)))
 
 
 def _stake(t: Draft, e: ev.StakePosted) -> None:
@@ -258,6 +314,7 @@ def _stake(t: Draft, e: ev.StakePosted) -> None:
     if t.hand is not None:
         t.drafted().pool_at_start = pool
     t.balances = hd._set(t.balances, e.seat, t.balances[e.seat] - e.amount)
+    _flow(t, f"seat:{e.seat}", "pool", e.amount)
 
 
 def _dealt(t: Draft, e: ev.TilesDealt) -> None:
@@ -277,20 +334,45 @@ def _seed_revealed(t: Draft, e: ev.SeedRevealed) -> None:
 def _paid(t: Draft, e: ev.TricksPaid) -> None:
     t.balances = tuple(b + x for b, x in zip(t.balances, e.payments, strict=True))
     t.pool -= sum(e.payments)
+    for seat, amount in enumerate(e.payments):
+        _flow(t, "pool", f"seat:{seat}", amount)
 
 
 def _penalty(t: Draft, e: ev.PenaltyAssessed) -> None:
     t.pool += e.amount
     t.balances = hd._set(t.balances, e.seat, t.balances[e.seat] - e.amount)
+    _flow(t, f"seat:{e.seat}", "pool", e.amount)
 
 
 def _scored(t: Draft, e: ev.PointsScored) -> None:
     t.scores = e.totals
+    if t.book is not None:
+        t.book = replace(t.book, points=(*t.book.points,
+                                         *((seat, delta) for seat, delta, _ in e.deltas)))
 
 
 def _settled(t: Draft, e: ev.HandSettled) -> None:
     assert t.hand is not None
     t.settled, t.scores, t.dealer = True, e.scores, (t.hand.dealer + 1) % t.players
+    if t.book is not None and t.book.number == t.hand.number:
+        t.voidable = (*t.voidable, t.book)
+
+
+def _voided(t: Draft, e: ev.HandVoided) -> None:
+    book = t.voidable[-1]
+    t.voidable, t.voided = t.voidable[:-1], (*t.voided, e.number)
+    balances = list(t.balances)
+    for src, dst, amount in e.transfers:
+        for account, sign in ((src, -1), (dst, 1)):
+            if account == "pool":
+                t.pool += sign * amount
+            else:
+                seat = int(account.removeprefix("seat:"))
+                balances[seat] += sign * amount
+    t.balances, t.scores = tuple(balances), e.totals
+    t.dealer = book.dealer  # the voided deal does not count: the same dealer deals again
+    if e.unwon:
+        t.status, t.winner, t.tied = book.status_before, book.winner_before, book.tied_before
 
 
 def _won(t: Draft, e: ev.GameWon) -> None:
@@ -317,6 +399,7 @@ EVOLVE: dict[type, Any] = {
     ev.PointsScored: _scored,
     ev.HandSettled: _settled,
     ev.GameWon: _won,
+    ev.HandVoided: _voided,
     ev.TableClosed: _closed,
 }
 _HAND_ONLY = {k: fn for k, fn in hd.EVOLVE.items() if k not in EVOLVE}
