@@ -417,6 +417,18 @@ def test_events_every_type_round_trips():
             t, events = play_game(setup)
             check_round_trip(events, t)
             seen |= {e.type for e in events}
+    # A correction: the last settled hand of a results table voided.
+    opts = make_options("loo", "pool", 4, {}, "results")
+    r = tb.replay(tb.create(opts, [("p", None)] * 4, 0, {}, bytes(32)))
+    r = tb.replay(tb.start_hand(r, result={
+        "decisions": {"0": "play", "1": "play", "2": "drop", "3": "play"},
+        "tricks": {"0": 3, "1": 2, "2": 0, "3": 0}}), r)
+    r = tb.replay(tb.settle(r), r)
+    voided = tb.void(r, 1, "typo")
+    r2 = tb.replay(voided, r)
+    assert r2.pool == 0 and set(r2.balances) == {0} and r2.voided == (1,)
+    check_round_trip(voided, r2, start=r)
+    seen |= {e.type for e in voided}
     # Table administration, not play: a spectator token added then revoked.
     t = tb.replay(tb.add_spectator(t, "sp_1", "ab" * 32, "screen"), t)
     admin = tb.add_spectator(t, "sp_2", "cd" * 32, None) + tb.revoke_spectator(t, "sp_1")
