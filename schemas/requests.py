@@ -5,7 +5,7 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
-from marshmallow import RAISE, Schema, ValidationError, fields, validate
+from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
 from ledger.core.rules.bots import POLICIES
 from schemas.fields import SeatOrLots, TileField
@@ -172,3 +172,56 @@ class ListQuery(Schema):
 
     limit = fields.Integer(load_default=50, validate=validate.Range(min=1, max=500))
     cursor = fields.String(load_default=None, validate=validate.Regexp(r"^v[0-9]{1,10}$"))
+
+
+# ---- clubs (API.md Phase 2) ---------------------------------------------------------------
+_NAME = dict(validate=[validate.Length(min=1, max=60), printable],
+             metadata={"pattern": _PRINTABLE})
+
+
+class ClubIn(Strict):
+    name = fields.String(required=True, **_NAME)
+
+
+class ClubTokenIn(Strict):
+    role = fields.String(required=True, validate=validate.OneOf(["owner", "scorer", "viewer"]))
+    label = fields.String(load_default=None, allow_none=True, validate=validate.Length(max=100))
+
+
+class MemberIn(WriteIn):
+    name = fields.String(required=True, **_NAME)
+    external_id = fields.String(load_default=None, allow_none=True,
+                                validate=validate.Length(min=1, max=100),
+                                metadata={"description": "the club's own membership number; "
+                                                         "unique in the club (409)"})
+
+
+class MemberPatchIn(WriteIn):
+    name = fields.String(required=True, **_NAME)
+
+
+class SeasonIn(WriteIn):
+    name = fields.String(required=True, **_NAME)
+    starts_on = fields.Date(required=True)
+    ends_on = fields.Date(load_default=None, allow_none=True)
+
+
+class ClubSeatIn(Strict):
+    """A seat at a club table: a member (whose name it takes) or a plain name, maybe a bot."""
+
+    name = fields.String(load_default=None, **_NAME)
+    member = fields.String(load_default=None, allow_none=True)
+    bot = fields.String(load_default=None, allow_none=True,
+                        metadata={"enum": [*sorted(POLICIES), None]})
+
+    @validates_schema
+    def _named(self, data: dict[str, Any], **_: Any) -> None:
+        if data.get("name") is None and data.get("member") is None:
+            raise ValidationError('a seat needs "member" (a member id) or "name"', "seats")
+
+
+class ClubTableIn(CreateTableIn):
+    seats = fields.List(fields.Nested(ClubSeatIn), required=True,
+                        validate=validate.Length(min=2, max=4))
+    season = fields.String(load_default=None, allow_none=True,
+                           metadata={"description": "an open season of this club"})

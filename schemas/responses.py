@@ -242,3 +242,57 @@ class HandHistoryOut(Open):
     hand = fields.Dict(required=True)
     events = fields.List(fields.Dict(), required=True)
     checkpoint = fields.Dict()
+
+
+# ---- clubs (API.md Phase 2) ---------------------------------------------------------------
+class ClubOut(Open):
+    id = fields.String()
+    name = fields.String()
+    version = fields.Integer()
+    members = fields.Integer()
+    tables = fields.Integer()
+
+
+class ClubCreatedOut(Open):
+    id = fields.String()
+    name = fields.String()
+    version = fields.Integer()
+    token = fields.String(metadata={"description": "the first owner token, shown once"})
+
+
+class ClubTokenOut(Open):
+    id = fields.String()
+    role = fields.String()
+    label = fields.String(allow_none=True)
+    token = fields.String(metadata={"description": "shown once (only here)"})
+
+
+class MemberOut(Open):
+    id = fields.String()
+    name = fields.String()
+    external_id = fields.String(allow_none=True)
+    archived = fields.Boolean()
+
+
+class SeasonOut(Open):
+    id = fields.String()
+    name = fields.String()
+    starts_on = fields.String()
+    ends_on = fields.String(allow_none=True)
+    closed = fields.Boolean()
+
+
+class ListOut(Open):
+    items = fields.List(fields.Dict())
+    next = fields.String(allow_none=True, metadata={"description": "the next page's cursor"})
+
+
+class StandingsOut(Open):
+    as_of = fields.Integer(metadata={"description": "the global position the rows reflect"})
+    rows = fields.List(fields.Dict())
+
+
+class MemberLedgerOut(Open):
+    member = fields.String()
+    transfers = fields.List(fields.Dict())
+    scores = fields.List(fields.Dict())

@@ -40,6 +40,14 @@ def viewer_for(p: Projection) -> Viewer:
         return Viewer(admin=False, seat=seat)
     if spectator:
         return Viewer(admin=False, spectator=True)
+    if p.table.club is not None:  # a club table: the club's tokens open it by their role
+        from ledger.api.clubs import clubs
+
+        role = clubs().role_of(clubs().load(p.table.club).club, token.strip())
+        if role in ("owner", "scorer"):
+            return Viewer(admin=True)
+        if role == "viewer":
+            return Viewer(admin=False, spectator=True)
     raise Unauthorized("invalid_token", "this token does not open this table")
 
 

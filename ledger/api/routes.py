@@ -10,9 +10,9 @@ PROBLEM = "application/problem+json"
 
 
 def register(api: Api) -> None:
-    from ledger.api import history, play, published, records, tables
+    from ledger.api import clubs, history, play, published, records, tables
 
-    for module in (tables, play, records, history, published):
+    for module in (tables, play, records, history, published, clubs):
         api.register_blueprint(module.blp)
     document_problems(api)
 

@@ -39,7 +39,8 @@ def create_table(cmd: c.CreateTable, tokens: dict, seeds: Seeds) -> list[ev.Even
         # §9: Rounce's first trump-holder is chosen by lots unless the table names a seat;
         # Loo (§2) leaves it to the table: an unnamed first dealer is seat 0.
         first_dealer = "lots" if opts.is_rounce else 0
-    out = tb.create(opts, list(cmd.seats), first_dealer, tokens, seeds())
+    out = tb.create(opts, list(cmd.seats), first_dealer, tokens, seeds(), club=cmd.club,
+                    season=cmd.season, members=cmd.members)
     if opts.deal == "shuffled" and opts.auto_deal:
         out += tb.start_hand(tb.replay(out), seed=seeds())
     return out

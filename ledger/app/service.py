@@ -90,7 +90,7 @@ class Ledger:
         """The table folded to its latest version (incrementally, from a per-process cache)."""
         base = self._cache.get(table_id)
         stored = self.store.load(table_id, after_version=base.version if base else 0)
-        if base is None and not stored:
+        if base is None and (not stored or stored[0].type != "table_created"):
             raise NotFound("table_not_found", f"no table {table_id!r}")
         p = project(stored, base) if stored else base
         assert p is not None

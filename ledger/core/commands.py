@@ -17,6 +17,9 @@ class CreateTable:
     first_dealer: Any
     deal: str
     options: dict[str, Any] = field(default_factory=dict)
+    club: str | None = None  # a club table (API.md Club tables and seasons)
+    season: str | None = None
+    members: tuple[str | None, ...] = ()  # per seat: a club member id or None
 
 
 @dataclass(frozen=True, slots=True)

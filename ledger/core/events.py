@@ -44,6 +44,8 @@ class TableCreated(Event):
     options: dict
     first_dealer: Any  # a seat number or "lots"
     tokens: dict  # {"admin": sha256, "seats": [sha256, ...]}: hashes only, never the tokens
+    club: str | None = None  # a club table: the club's owner and scorer tokens act as admin
+    season: str | None = None
 
 
 @_event("seat_filled")
@@ -51,6 +53,7 @@ class SeatFilled(Event):
     seat: int
     name: str
     bot: str | None = None
+    member: str | None = None  # a club table: the club member on this seat
 
 
 @_event("spectator_added")
@@ -65,6 +68,66 @@ class SpectatorAdded(Event):
 @_event("spectator_revoked")
 class SpectatorRevoked(Event):
     id: str
+
+
+# ---- a club's own stream (API.md Phase 2: clubs, tokens, members, seasons) ----------------
+@_event("club_created")
+class ClubCreated(Event):
+    name: str
+
+
+@_event("token_issued")
+class TokenIssued(Event):
+    id: str
+    role: str  # owner | scorer | viewer
+    label: str | None
+    token_hash: str
+
+
+@_event("token_revoked")
+class TokenRevoked(Event):
+    id: str
+
+
+@_event("member_joined")
+class MemberJoined(Event):
+    id: str
+    name: str
+    external_id: str | None = None
+
+
+@_event("member_renamed")
+class MemberRenamed(Event):
+    id: str
+    name: str
+
+
+@_event("member_archived")
+class MemberArchived(Event):
+    id: str
+
+
+@_event("season_started")
+class SeasonStarted(Event):
+    id: str
+    name: str
+    starts_on: str
+    ends_on: str | None = None
+
+
+@_event("season_closed")
+class SeasonClosed(Event):
+    id: str
+
+
+@_event("club_table_added")
+class ClubTableAdded(Event):
+    table_id: str
+    season: str | None
+    members: tuple  # per seat: a member id or None
+    variant: str
+    scoring: str
+    created_at: str
 
 
 # Table-level events that may fall between a hand's events without being part of its play:
@@ -252,7 +315,7 @@ def _encode(field: str, value: Any) -> Any:
         return [{"from": a, "to": b, "amount": n} for a, b, n in value]
     if field == "score_changes":
         return [{"seat": s, "delta": d} for s, d in value]
-    if field == "tied" or field == "looed" or field == "dropped":
+    if field == "tied" or field == "looed" or field == "dropped" or field == "members":
         return list(value)
     return value
 
@@ -275,6 +338,7 @@ _DECODERS: dict[str, Any] = {
     "hands": lambda v: tuple(_tiles(h) for h in _per_seat(v)),
     "plays": lambda v: tuple((p["seat"], parse_tile(p["tile"])) for p in v),
     "deltas": lambda v: tuple((d["seat"], d["delta"], d["reason"]) for d in v),
+    "members": tuple,
     "transfers": lambda v: tuple((d["from"], d["to"], d["amount"]) for d in v),
     "score_changes": lambda v: tuple((d["seat"], d["delta"]) for d in v),
 }

@@ -436,6 +436,27 @@ def test_events_every_type_round_trips():
     assert t2.spectators == (("sp_2", "cd" * 32),)
     check_round_trip(admin, t2, start=t)
     seen |= {e.type for e in admin}
+    # A club's own stream: every club event, folded and round-tripped.
+    from ledger.core import club as cl
+
+    club_events = [*cl.create("Red Lion", "tok_1", "ab" * 32)]
+    c0 = cl.replay(club_events)
+    more = cl.issue_token(c0, "tok_2", "viewer", None, "cd" * 32) + cl.revoke_token(c0, "tok_1")
+    more += cl.join(c0, "mem_1", "Ann", "A1")
+    c1 = cl.replay(more, c0)
+    more2 = cl.rename(c1, "mem_1", "Anne") + cl.archive(c1, "mem_1") + cl.start_season(
+        c1, "sea_1", "Winter", "2026-11-01", None)
+    c2 = cl.replay(more2, c1)
+    more3 = cl.close_season(c2, "sea_1") + [ev.ClubTableAdded(
+        table_id="t1", season=None, members=("mem_1", None), variant="loo", scoring="pool",
+        created_at="2026-11-25T00:00:00+00:00")]
+    everything = club_events + more + more2 + more3
+    for e in everything:
+        assert ev.from_data(e.type, json.loads(json.dumps(ev.to_data(e)))) == e
+    c3 = cl.replay(everything)
+    assert c3.members[0].name == "Anne" and c3.members[0].archived and c3.seasons[0].closed
+    assert [t.revoked for t in c3.tokens] == [True, False] and len(c3.tables) == 1
+    seen |= {e.type for e in everything}
     assert seen == set(ev.REGISTRY)
 
 

@@ -57,6 +57,9 @@ class Table:
     book: HandBook | None = None  # the hand being played or last settled
     voidable: tuple[HandBook, ...] = ()  # settled hands not voided, oldest first
     voided: tuple[int, ...] = ()
+    club: str | None = None
+    season: str | None = None
+    members: tuple[str | None, ...] = ()
 
     @property
     def players(self) -> int:
@@ -71,15 +74,18 @@ class Table:
 # ---- decisions at table level --------------------------------------------------------------
 
 def create(opts: Options, seats: list[tuple[str, str | None]], first_dealer: Any,
-           tokens: dict, lots_seed: bytes) -> list[ev.Event]:
+           tokens: dict, lots_seed: bytes, club: str | None = None, season: str | None = None,
+           members: tuple[str | None, ...] = ()) -> list[ev.Event]:
     """table_created, one seat_filled per seat, dealer_chosen (named or by lots, §2)."""
     if len(seats) != opts.players:
         raise Invalid("invalid_option", "seats must list 2, 3 or 4 players", field="seats")
     out: list[ev.Event] = [ev.TableCreated(variant=opts.variant, scoring=opts.scoring,
                                            deal=opts.deal, players=opts.players,
                                            options=opts.to_dict(), first_dealer=first_dealer,
-                                           tokens=tokens)]
-    out += [ev.SeatFilled(seat=i, name=n, bot=b) for i, (n, b) in enumerate(seats)]
+                                           tokens=tokens, club=club, season=season)]
+    out += [ev.SeatFilled(seat=i, name=n, bot=b,
+                          member=members[i] if i < len(members) else None)
+            for i, (n, b) in enumerate(seats)]
     if first_dealer == "lots":
         draws, winner = lots(lots_seed, opts.players)
         out.append(ev.DealerChosen(seat=winner, method="lots", draws=tuple(draws),
@@ -259,6 +265,9 @@ class Draft:
     book: HandBook | None
     voidable: tuple[HandBook, ...]
     voided: tuple[int, ...]
+    club: str | None
+    season: str | None
+    members: tuple[str | None, ...]
 
     @property
     def players(self) -> int:
@@ -277,12 +286,15 @@ def _created(t: Draft, e: ev.TableCreated) -> None:
     n = e.players
     t.opts = opts = make_options(e.variant, e.scoring, n, e.options, e.deal)
     t.tokens, t.names, t.bots = e.tokens, ("",) * n, (None,) * n
+    t.club, t.season, t.members = e.club, e.season, (None,) * n
     t.balances, t.scores, t.tricks_total = (0,) * n, initial_scores(opts), (0,) * n
 
 
 def _seat(t: Draft, e: ev.SeatFilled) -> None:
     t.names = hd._set(t.names, e.seat, e.name)
     t.bots = hd._set(t.bots, e.seat, e.bot)
+    if e.member is not None:
+        t.members = hd._set(t.members, e.seat, e.member)
 
 
 def _spectator_added(t: Draft, e: ev.SpectatorAdded) -> None:

@@ -1,0 +1,348 @@
+"""Clubs, their tokens, members, seasons, tables and standings (API.md Phase 2)."""
+
+from __future__ import annotations
+
+import csv
+import hmac
+import io
+import os
+from typing import Any
+
+from flask import Response, current_app, request
+from flask.views import MethodView
+
+from ledger.api import idempotency as idem
+from ledger.api import lists
+from ledger.api.auth import ledger
+from ledger.api.blueprint import Blueprint
+from ledger.api.writes import BODY_PARSER
+from ledger.app.clubs import Clubs, Loaded
+from ledger.app.service import token_hash
+from ledger.app.views import Viewer, table_view
+from ledger.core import club as cl
+from ledger.core import commands as c
+from ledger.core.errors import Forbidden, Unauthorized
+from schemas.requests import (
+    ClubIn,
+    ClubTableIn,
+    ClubTokenIn,
+    MemberIn,
+    MemberPatchIn,
+    SeasonIn,
+    WriteIn,
+)
+from schemas.responses import (
+    ClubCreatedOut,
+    ClubOut,
+    ClubTokenOut,
+    CreatedOut,
+    ListOut,
+    MemberLedgerOut,
+    MemberOut,
+    SeasonOut,
+    StandingsOut,
+)
+
+blp = Blueprint("clubs", __name__, url_prefix="/v1/clubs",
+                description="Clubs: tokens with roles, members, seasons, tables, standings.")
+blp.ARGUMENTS_PARSER = BODY_PARSER
+WRITERS = ("owner", "scorer")
+READERS = ("owner", "scorer", "viewer")
+
+
+def clubs() -> Clubs:
+    found = current_app.extensions.get("loo_clubs")
+    if found is None:
+        found = current_app.extensions["loo_clubs"] = Clubs(ledger())
+    return found
+
+
+def bearer() -> str | None:
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+def caller(club_id: str, roles: tuple[str, ...]) -> tuple[Loaded, str]:
+    """404 for an unknown club, 401 without a token, 403 for a token that is not one of this
+    club's (whatever it opens elsewhere) or whose role may not do this."""
+    loaded = clubs().load(club_id)
+    token = bearer()
+    if token is None:
+        raise Unauthorized("missing_token", "send Authorization: Bearer <a club token>")
+    role = clubs().role_of(loaded.club, token)
+    if role is None:
+        raise Forbidden("not_this_club", "this token does not open this club")
+    if role not in roles:
+        raise Forbidden("role_not_allowed", f"a {role} token may not do this (needs "
+                        f"{' or '.join(roles)})")
+    return loaded, role
+
+
+@blp.before_request
+def who_calls() -> None:
+    """The club and the caller's role come before anything about the body."""
+    club_id = (request.view_args or {}).get("club_id")
+    if club_id is None:
+        return
+    owner_only = request.path.rstrip("/").split("/")[4:5] == ["tokens"]
+    writes = request.method in ("POST", "PATCH", "DELETE", "PUT")
+    caller(club_id, ("owner",) if owner_only else WRITERS if writes else READERS)
+
+
+def _write(club_id: str, body: dict[str, Any], decide: Any) -> Loaded:
+    key = idem.key()
+    request_hash = idem.fingerprint(None, [bearer() and token_hash(bearer() or ""),
+                                           request.get_json(silent=True)]) if key else None
+    return clubs().execute(club_id, decide, expected_version=body.get("expected_version"),
+                           key=key, request_hash=request_hash)
+
+
+def club_out(loaded: Loaded) -> dict[str, Any]:
+    return {"id": loaded.id, "name": loaded.club.name, "version": loaded.version,
+            "members": len(loaded.club.members), "tables": len(loaded.club.tables)}
+
+
+def member_out(m: cl.Member) -> dict[str, Any]:
+    return {"id": m.id, "name": m.name, "external_id": m.external_id, "archived": m.archived}
+
+
+def season_out(s: cl.Season) -> dict[str, Any]:
+    return {"id": s.id, "name": s.name, "starts_on": s.starts_on, "ends_on": s.ends_on,
+            "closed": s.closed}
+
+
+@blp.route("")
+class ClubsResource(MethodView):
+    @blp.arguments(ClubIn)
+    @blp.response(201, ClubCreatedOut)
+    def post(self, body: dict[str, Any]) -> Any:
+        """Create a club; the answer holds its first owner token (shown once). With
+        LOO_OPERATOR_TOKEN set, only that bearer token may create clubs."""
+        operator = os.environ.get("LOO_OPERATOR_TOKEN", "")
+        if operator:
+            token = bearer()
+            if token is None:
+                raise Unauthorized("missing_token", "creating a club needs the operator token")
+            if not hmac.compare_digest(token.encode(), operator.encode()):
+                raise Forbidden("not_operator", "creating a club needs the operator token")
+        key = idem.key()
+        request_hash = idem.fingerprint(None, request.get_json(silent=True)) if key else None
+        loaded, token = clubs().create(body["name"], key, request_hash)
+        return {"id": loaded.id, "name": loaded.club.name, "version": loaded.version,
+                "token": token}
+
+
+@blp.route("/<club_id>")
+class ClubResource(MethodView):
+    @blp.response(200, ClubOut)
+    def get(self, club_id: str) -> Any:
+        """The club: name, version, how many members and tables."""
+        return club_out(clubs().load(club_id))
+
+
+@blp.route("/<club_id>/tokens")
+class TokensResource(MethodView):
+    @blp.arguments(ClubTokenIn)
+    @blp.response(201, ClubTokenOut)
+    def post(self, body: dict[str, Any], club_id: str) -> Any:
+        """Issue a token (owner): owner, scorer (tables, hands, members) or viewer (reads)."""
+        key = idem.key()
+        tid = clubs().new_id("tok_", f"token|{club_id}", key)
+        token = clubs().new_token(f"token|{club_id}", key)
+        _write(club_id, body, lambda club: cl.issue_token(club, tid, body["role"],
+                                                          body["label"], token_hash(token)))
+        return {"id": tid, "role": body["role"], "label": body["label"], "token": token}
+
+    @blp.response(200, ListOut)
+    def get(self, club_id: str) -> Any:
+        """The club's live tokens, without their secrets (owner)."""
+        _, limit, offset = lists.query({})
+        items = [{"id": t.id, "role": t.role, "label": t.label}
+                 for t in clubs().load(club_id).club.tokens if not t.revoked]
+        return lists.page(items, limit, offset)
+
+
+@blp.route("/<club_id>/tokens/<token_id>")
+class TokenResource(MethodView):
+    @blp.response(204)
+    def delete(self, club_id: str, token_id: str) -> Any:
+        """Revoke a token at once (owner)."""
+        clubs().execute(club_id, lambda club: cl.revoke_token(club, token_id))
+        return ""
+
+
+@blp.route("/<club_id>/members")
+class MembersResource(MethodView):
+    @blp.arguments(MemberIn)
+    @blp.response(201, MemberOut)
+    def post(self, body: dict[str, Any], club_id: str) -> Any:
+        """Add a member (owner or scorer); external_id is unique in the club (409)."""
+        mid = clubs().new_id("mem_", f"member|{club_id}", idem.key())
+        loaded = _write(club_id, body, lambda club: cl.join(club, mid, body["name"],
+                                                             body["external_id"]))
+        return member_out(loaded.club.member(mid))
+
+    @blp.response(200, ListOut)
+    def get(self, club_id: str) -> Any:
+        """Members, oldest first; ?q= searches names, ?archived=true|false."""
+        f, limit, offset = lists.query({"q": lists.text, "archived": lists.boolean})
+        q = f.get("q", "").casefold()
+        items = [member_out(m) for m in clubs().load(club_id).club.members
+                 if q in m.name.casefold()
+                 and ("archived" not in f or m.archived == f["archived"])]
+        return lists.page(items, limit, offset)
+
+
+@blp.route("/<club_id>/members/<member_id>")
+class MemberResource(MethodView):
+    @blp.response(200, MemberOut)
+    def get(self, club_id: str, member_id: str) -> Any:
+        return member_out(clubs().load(club_id).club.member(member_id))
+
+    @blp.arguments(MemberPatchIn)
+    @blp.response(200, MemberOut)
+    def patch(self, body: dict[str, Any], club_id: str, member_id: str) -> Any:
+        """Rename a member (owner or scorer)."""
+        loaded = _write(club_id, body, lambda club: cl.rename(club, member_id, body["name"]))
+        return member_out(loaded.club.member(member_id))
+
+
+@blp.route("/<club_id>/members/<member_id>/archive")
+class ArchiveResource(MethodView):
+    @blp.arguments(WriteIn)
+    @blp.response(200, MemberOut)
+    def post(self, body: dict[str, Any], club_id: str, member_id: str) -> Any:
+        """Archive a member (never deleted): no new tables, history kept."""
+        loaded = _write(club_id, body, lambda club: cl.archive(club, member_id))
+        return member_out(loaded.club.member(member_id))
+
+
+@blp.route("/<club_id>/seasons")
+class SeasonsResource(MethodView):
+    @blp.arguments(SeasonIn)
+    @blp.response(201, SeasonOut)
+    def post(self, body: dict[str, Any], club_id: str) -> Any:
+        """Start a season (owner or scorer)."""
+        sid = clubs().new_id("sea_", f"season|{club_id}", idem.key())
+        ends = body["ends_on"].isoformat() if body["ends_on"] else None
+        loaded = _write(club_id, body, lambda club: cl.start_season(
+            club, sid, body["name"], body["starts_on"].isoformat(), ends))
+        return season_out(loaded.club.season(sid))
+
+    @blp.response(200, ListOut)
+    def get(self, club_id: str) -> Any:
+        """Seasons, oldest first; ?closed=true|false."""
+        f, limit, offset = lists.query({"closed": lists.boolean})
+        items = [season_out(s) for s in clubs().load(club_id).club.seasons
+                 if "closed" not in f or s.closed == f["closed"]]
+        return lists.page(items, limit, offset)
+
+
+@blp.route("/<club_id>/seasons/<season_id>/close")
+class SeasonCloseResource(MethodView):
+    @blp.arguments(WriteIn)
+    @blp.response(200, SeasonOut)
+    def post(self, body: dict[str, Any], club_id: str, season_id: str) -> Any:
+        """End a season: no new tables in it."""
+        loaded = _write(club_id, body, lambda club: cl.close_season(club, season_id))
+        return season_out(loaded.club.season(season_id))
+
+
+@blp.route("/<club_id>/tables")
+class ClubTablesResource(MethodView):
+    @blp.arguments(ClubTableIn)
+    @blp.response(201, CreatedOut)
+    def post(self, body: dict[str, Any], club_id: str) -> Any:
+        """A club table (owner or scorer): the body of POST /v1/tables plus "season", and
+        seats that may name {"member": mid}. Club owner and scorer tokens act as its admin."""
+        loaded = clubs().load(club_id)
+        members = tuple(s.get("member") for s in body["seats"])
+        cl.check_table(loaded.club, body["season"], members)
+        seats = tuple((loaded.club.member(s["member"]).name if s.get("member") else s["name"],
+                       s.get("bot")) for s in body["seats"])
+        cmd = c.CreateTable(variant=body["variant"], scoring=body["scoring"], seats=seats,
+                            first_dealer=body["first_dealer"], deal=body["deal"],
+                            options=body["options"], club=club_id, season=body["season"],
+                            members=members)
+        led = ledger()
+        table_id, tokens, p = led.create_table(cmd)
+        clubs().link_table(club_id, table_id, body["season"], members, p.table.opts.variant,
+                           p.table.opts.scoring)
+        return {
+            "id": table_id, "admin_token": tokens["admin"], "version": p.version,
+            "seats": [{"seat": i, "name": n, "bot": b, "member": members[i],
+                       "token": tokens["seats"][i]} for i, (n, b) in enumerate(seats)],
+            "table": table_view(table_id, p, Viewer(admin=True)),
+        }
+
+    @blp.response(200, ListOut)
+    def get(self, club_id: str) -> Any:
+        """The club's tables, oldest first; ?status= &season= &member= &variant= &scoring=."""
+        f, limit, offset = lists.query({
+            "status": lists.one_of("playing", "finished", "closed"), "season": lists.text,
+            "member": lists.text, "variant": lists.one_of("loo", "rounce"),
+            "scoring": lists.one_of("pool", "points")})
+        led = ledger()
+        items = []
+        for link in clubs().load(club_id).club.tables:
+            if f.get("season", link.season) != link.season \
+                    or f.get("variant", link.variant) != link.variant \
+                    or f.get("scoring", link.scoring) != link.scoring \
+                    or ("member" in f and f["member"] not in link.members):
+                continue
+            t = led.load(link.table_id).table
+            if f.get("status", t.status) != t.status:
+                continue
+            items.append({"id": link.table_id, "variant": link.variant,
+                          "scoring": link.scoring, "status": t.status, "season": link.season,
+                          "created_at": link.created_at,
+                          "hands": len(t.voidable) if t.hand is not None else 0,
+                          "seats": [{"seat": s, "name": t.names[s], "member": link.members[s]}
+                                    for s in range(t.players)]})
+        return lists.page(items, limit, offset)
+
+
+CSV_FIELDS = ("rank", "member", "name", "tables", "hands", "chips", "points", "games_won",
+              "tricks", "loos", "looed_chips")
+
+
+def inert(value: Any) -> Any:
+    """A spreadsheet must not run a cell: text starting = + - @ (or tab, CR) gets a quote."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
+
+
+@blp.route("/<club_id>/standings")
+class StandingsResource(MethodView):
+    @blp.response(200, StandingsOut)
+    def get(self, club_id: str) -> Any:
+        """The league table: one row per member, from the events of the club's tables;
+        Accept: text/csv (or ?format=csv) gives the same rows as CSV."""
+        f, _, _ = lists.query({"season": lists.text, "variant": lists.one_of("loo", "rounce"),
+                               "scoring": lists.one_of("pool", "points"),
+                               "format": lists.one_of("json", "csv")})
+        out = clubs().standings(clubs().load(club_id), f.get("season"), f.get("variant"),
+                                f.get("scoring"))
+        wants_csv = f.get("format") == "csv" or (
+            "format" not in f and request.accept_mimetypes.best_match(
+                ["application/json", "text/csv"]) == "text/csv"
+            and "text/csv" in request.headers.get("Accept", ""))
+        if not wants_csv:
+            return out
+        buf = io.StringIO()
+        w = csv.writer(buf)
+        w.writerow(CSV_FIELDS)
+        for row in out["rows"]:
+            w.writerow([inert(row[k]) for k in CSV_FIELDS])
+        return Response(buf.getvalue(), mimetype="text/csv",
+                        headers={"Content-Disposition": "attachment; filename=standings.csv"})
+
+
+@blp.route("/<club_id>/members/<member_id>/ledger")
+class MemberLedgerResource(MethodView):
+    @blp.response(200, MemberLedgerOut)
+    def get(self, club_id: str, member_id: str) -> Any:
+        """The transfers and scores behind a member's row, each with table, hand, version."""
+        f, _, _ = lists.query({"season": lists.text})
+        return clubs().member_ledger(clubs().load(club_id), member_id, f.get("season"))

@@ -1,0 +1,81 @@
+"""Every collection answers {"items": [...], "next": cursor | null} the same way (API.md
+Lists): ?limit=1..500 (default 50), an opaque ?cursor, and only the filters a list names;
+an unknown filter or a bad value is a 422, never ignored."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from flask import request
+
+from ledger.core.errors import Invalid
+
+DEFAULT_LIMIT, MAX_LIMIT = 50, 500
+Filter = Callable[[str], Any]  # parses a query value (raises ValueError when it is bad)
+
+
+def boolean(raw: str) -> bool:
+    if raw not in ("true", "false"):
+        raise ValueError("true or false")
+    return raw == "true"
+
+
+def one_of(*choices: str) -> Filter:
+    def parse(raw: str) -> str:
+        if raw not in choices:
+            raise ValueError(" or ".join(choices))
+        return raw
+    return parse
+
+
+def text(raw: str) -> str:
+    if not 1 <= len(raw) <= 200:
+        raise ValueError("1 to 200 characters")
+    return raw
+
+
+def query(filters: dict[str, Filter]) -> tuple[dict[str, Any], int, int]:
+    """The parsed filters, the limit and the offset the cursor stands for."""
+    allowed = set(filters) | {"limit", "cursor"}
+    unknown = sorted(set(request.args) - allowed)
+    if unknown:
+        raise Invalid("unknown_filter", f"unknown query parameter(s): {', '.join(unknown)}; "
+                      f"this list takes {', '.join(sorted(allowed))}", field=unknown[0])
+    parsed: dict[str, Any] = {}
+    for name, parse in filters.items():
+        raw = request.args.get(name)
+        if raw is None:
+            continue
+        try:
+            parsed[name] = parse(raw)
+        except ValueError as err:
+            raise Invalid("invalid_filter", f"{name}: {raw!r} is not valid ({err})",
+                          field=name) from None
+    raw_limit = request.args.get("limit", str(DEFAULT_LIMIT))
+    if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= MAX_LIMIT:
+        raise Invalid("invalid_filter", f"limit must be a whole number from 1 to {MAX_LIMIT}",
+                      field="limit")
+    offset = 0
+    cursor = request.args.get("cursor")
+    if cursor is not None:
+        try:
+            decoded = base64.urlsafe_b64decode(cursor.encode() + b"==").decode()
+            if not decoded.startswith("o:") or not decoded[2:].isdigit():
+                raise ValueError(cursor)
+            offset = int(decoded[2:])
+        except (ValueError, binascii.Error, UnicodeDecodeError):
+            raise Invalid("invalid_cursor", "cursor is not one this list gave out",
+                          field="cursor") from None
+    return parsed, int(raw_limit), offset
+
+
+def page(items: Sequence[Any], limit: int, offset: int) -> dict[str, Any]:
+    """One page of a list in its stable order (oldest first: new items only append)."""
+    chunk = list(items[offset:offset + limit])
+    end = offset + len(chunk)
+    nxt = base64.urlsafe_b64encode(f"o:{end}".encode()).decode().rstrip("=") \
+        if end < len(items) else None
+    return {"items": chunk, "next": nxt}

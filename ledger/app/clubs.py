@@ -1,0 +1,224 @@
+"""Clubs in the application layer: load a club's stream, decide, append (one writer path,
+like tables: expected_version, Idempotency-Key, commands deciding on the folded state)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from ledger.app.projector import chip_ledger, decode, project, score_sheet
+from ledger.app.service import Ledger, token_hash
+from ledger.core import club as cl
+from ledger.core import events as ev
+from ledger.core.errors import NotFound
+from ledger.store.base import AlreadyApplied, IdempotencyConflict, NewEvent, VersionConflict
+
+PREFIX = "club_"
+
+
+@dataclass(frozen=True)
+class Loaded:
+    id: str
+    club: cl.Club
+    version: int
+
+
+class Clubs:
+    """Every club operation the API (or the CLI) needs; the store stays behind it."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+        self.store = ledger.store
+
+    # ---- ids and secrets -------------------------------------------------------------------
+    def _derive(self, label: str, key: str | None) -> bytes:
+        """Random bytes, or under an Idempotency-Key an HMAC of it under the deployment's
+        secret: a repeat then finds the same ids and tokens (only their hashes are stored)."""
+        if key is None:
+            return secrets.token_bytes(32)
+        return hmac.new(self.store.server_secret(), f"{label}|{key}".encode(),
+                        hashlib.sha256).digest()
+
+    def new_id(self, prefix: str, label: str, key: str | None) -> str:
+        return prefix + self._derive(label, key)[:8].hex()
+
+    def new_token(self, label: str, key: str | None) -> str:
+        return base64.urlsafe_b64encode(self._derive("token|" + label, key)[:24]).decode()
+
+    # ---- reads -----------------------------------------------------------------------------
+    def load(self, club_id: str) -> Loaded:
+        stored = self.store.load(club_id) if club_id.startswith(PREFIX) else []
+        if not stored or stored[0].type != "club_created":
+            raise NotFound("club_not_found", f"no club {club_id!r}")
+        return Loaded(club_id, cl.replay(decode(s) for s in stored), stored[-1].version)
+
+    def role_of(self, c: cl.Club, token: str) -> str | None:
+        """The role a bearer token has in the club, if it is one of its live tokens."""
+        digest = token_hash(token)
+        role = None
+        for t in c.tokens:  # every one compared: timing reveals nothing
+            if hmac.compare_digest(digest, t.token_hash) and not t.revoked:
+                role = t.role
+        return role
+
+    # ---- writes ----------------------------------------------------------------------------
+    def create(self, name: str, key: str | None, request_hash: str | None,
+               ) -> tuple[Loaded, str]:
+        club_id = self.new_id(PREFIX, "club", key)
+        token = self.new_token(f"owner|{club_id}", key)
+        owner_id = self.new_id("tok_", f"owner|{club_id}", key)
+        if key is not None:
+            found = self.store.idempotent_result(club_id, key)
+            if found is not None:
+                if found.request_hash != request_hash:
+                    raise IdempotencyConflict(key)
+                return self.load(club_id), token
+        events = cl.create(name, owner_id, token_hash(token))
+        try:
+            self._append(club_id, events, 0, key, request_hash)
+        except (AlreadyApplied, VersionConflict):
+            found = self.store.idempotent_result(club_id, key) if key else None
+            if found is None or found.request_hash != request_hash:
+                raise IdempotencyConflict(key or "") from None
+        return self.load(club_id), token
+
+    def execute(self, club_id: str, decide: Callable[[cl.Club], list[ev.Event]], *,
+                expected_version: int | None = None, key: str | None = None,
+                request_hash: str | None = None) -> Loaded:
+        """Decide on the latest club and append; a repeated key appends nothing again."""
+        loaded = self.load(club_id)
+        if key is not None:
+            found = self.store.idempotent_result(club_id, key)
+            if found is not None:
+                if found.request_hash != request_hash:
+                    raise IdempotencyConflict(key)
+                return loaded
+        if expected_version is not None and expected_version != loaded.version:
+            raise VersionConflict(club_id, expected_version, loaded.version)
+        events = decide(loaded.club)
+        if not events:
+            return loaded
+        self._append(club_id, events, loaded.version, key, request_hash)
+        return self.load(club_id)
+
+    def _append(self, club_id: str, events: list[ev.Event], version: int, key: str | None,
+                request_hash: str | None) -> None:
+        cause = f"command:{uuid.uuid4().hex}"
+        self.store.append(club_id, [NewEvent(type=e.type, hand=None, data=ev.to_data(e),
+                                             causation=cause) for e in events],
+                          version, idempotency_key=key, request_hash=request_hash)
+
+    def link_table(self, club_id: str, table_id: str, season: str | None,
+                   members: tuple[str | None, ...], variant: str, scoring: str) -> None:
+        """Record a new club table in the club's stream (retried on a concurrent write)."""
+        e = ev.ClubTableAdded(table_id=table_id, season=season, members=members,
+                              variant=variant, scoring=scoring,
+                              created_at=datetime.now(UTC).isoformat())
+        for _ in range(20):
+            loaded = self.load(club_id)
+            if any(t.table_id == table_id for t in loaded.club.tables):
+                return
+            try:
+                self._append(club_id, cl.add_table(loaded.club, e), loaded.version, None, None)
+                return
+            except VersionConflict:
+                continue
+        raise VersionConflict(club_id, loaded.version, loaded.version + 1)
+
+    # ---- standings (API.md Standings) ------------------------------------------------------
+    def _tables(self, loaded: Loaded, season: str | None, variant: str | None,
+                scoring: str | None) -> list[ev.ClubTableAdded]:
+        return [t for t in loaded.club.tables
+                if (season is None or t.season == season)
+                and (variant is None or t.variant == variant)
+                and (scoring is None or t.scoring == scoring)]
+
+    def standings(self, loaded: Loaded, season: str | None = None, variant: str | None = None,
+                  scoring: str | None = None) -> dict[str, Any]:
+        """One row per member who sat at a matching table, every figure from the events."""
+        rows: dict[str, dict[str, Any]] = {}
+        as_of = 0
+        for link in self._tables(loaded, season, variant, scoring):
+            stored = self.store.load(link.table_id)
+            if not stored:
+                continue
+            as_of = max(as_of, max(s.position for s in stored))
+            figures = table_figures(stored)
+            for seat, mid in enumerate(link.members):
+                if mid is None:
+                    continue
+                row = rows.setdefault(mid, {"member": mid, "tables": 0, "hands": 0, "chips": 0,
+                                            "points": 0, "games_won": 0, "tricks": 0,
+                                            "loos": 0, "looed_chips": 0})
+                row["tables"] += 1
+                for k, v in figures[seat].items():
+                    row[k] += v
+        names = {m.id: m.name for m in loaded.club.members}
+        out = [r | {"name": names.get(r["member"], "")} for r in rows.values()]
+        if scoring == "points":
+            out.sort(key=lambda r: (-r["games_won"], -r["points"], r["name"], r["member"]))
+        else:
+            out.sort(key=lambda r: (-r["chips"], -r["games_won"], r["name"], r["member"]))
+        for i, r in enumerate(out, 1):
+            r["rank"] = i
+        return {"as_of": as_of, "rows": out}
+
+    def member_ledger(self, loaded: Loaded, mid: str, season: str | None = None,
+                      ) -> dict[str, Any]:
+        """The transfers and scores behind a member's standings row, each naming its event."""
+        loaded.club.member(mid)
+        transfers: list[dict[str, Any]] = []
+        scores: list[dict[str, Any]] = []
+        for link in self._tables(loaded, season, None, None):
+            if mid not in link.members:
+                continue
+            seat = link.members.index(mid)
+            account = f"seat:{seat}"
+            stored = self.store.load(link.table_id)
+            p = project(stored)
+            book = chip_ledger(stored, p.table.players)
+            for x in book["transfers"]:
+                if account in (x["from"], x["to"]):
+                    transfers.append({"table": link.table_id, "seat": seat, **x})
+            for x in score_sheet(stored, p.table)["scores"]:
+                if x["seat"] == seat:
+                    scores.append({"table": link.table_id, **x})
+        return {"member": mid, "transfers": transfers, "scores": scores}
+
+
+def table_figures(stored: list[Any]) -> list[dict[str, int]]:
+    """Per seat: hands, chips, points, games_won, tricks, loos, looed_chips (voided hands
+    count for nothing: their chips and points were given back)."""
+    p = project(stored)
+    t = p.table
+    voided = set(t.voided)
+    n = t.players
+    out = [{"hands": 0, "chips": t.balances[s], "points": 0, "games_won": 0, "tricks": 0,
+            "loos": 0, "looed_chips": 0} for s in range(n)]
+    for s in stored:
+        if s.hand in voided:
+            continue
+        d = s.data
+        if s.type == "hand_settled":
+            for seat in range(n):
+                out[seat]["hands"] += 1
+        elif s.type == "hand_completed":
+            for seat, won in enumerate((d.get("tricks_won") or {}).values()):
+                out[seat]["tricks"] += int(won)
+        elif s.type == "player_looed":
+            out[d["seat"]]["loos"] += 1
+        elif s.type == "penalty_assessed":
+            out[d["seat"]]["looed_chips"] += int(d["amount"])
+    if t.opts.scoring == "points":
+        for seat in range(n):
+            out[seat]["points"] = t.scores[seat]
+    if t.winner is not None and t.status == "finished":
+        out[t.winner]["games_won"] += 1
+    return out

@@ -1,0 +1,174 @@
+"""A club: its tokens, members, seasons and tables, as a fold of its own stream (API.md
+Phase 2). Commands return events; EVOLVE folds them; nothing here touches storage."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ledger.core import events as ev
+from ledger.core.errors import Conflict, Invalid, NotFound
+
+ROLES = ("owner", "scorer", "viewer")
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    id: str
+    name: str
+    external_id: str | None = None
+    archived: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Season:
+    id: str
+    name: str
+    starts_on: str
+    ends_on: str | None = None
+    closed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    id: str
+    role: str
+    label: str | None
+    token_hash: str
+    revoked: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Club:
+    """Full state of a club: the fold of its events."""
+
+    name: str = ""
+    tokens: tuple[Token, ...] = ()
+    members: tuple[Member, ...] = ()
+    seasons: tuple[Season, ...] = ()
+    tables: tuple[ev.ClubTableAdded, ...] = ()
+
+    def member(self, mid: str) -> Member:
+        for m in self.members:
+            if m.id == mid:
+                return m
+        raise NotFound("member_not_found", f"this club has no member {mid}")
+
+    def season(self, sid: str) -> Season:
+        for s in self.seasons:
+            if s.id == sid:
+                return s
+        raise NotFound("season_not_found", f"this club has no season {sid}")
+
+    def token(self, tid: str) -> Token:
+        for t in self.tokens:
+            if t.id == tid and not t.revoked:
+                return t
+        raise NotFound("token_not_found", f"this club has no live token {tid}")
+
+
+# ---- decisions -----------------------------------------------------------------------------
+def create(name: str, owner_id: str, owner_hash: str) -> list[ev.Event]:
+    return [ev.ClubCreated(name=name),
+            ev.TokenIssued(id=owner_id, role="owner", label="owner", token_hash=owner_hash)]
+
+
+def issue_token(c: Club, tid: str, role: str, label: str | None, token_hash: str,
+                ) -> list[ev.Event]:
+    if role not in ROLES:
+        raise Invalid("invalid_role", f"role must be one of {', '.join(ROLES)}", field="role")
+    return [ev.TokenIssued(id=tid, role=role, label=label, token_hash=token_hash)]
+
+
+def revoke_token(c: Club, tid: str) -> list[ev.Event]:
+    c.token(tid)
+    return [ev.TokenRevoked(id=tid)]
+
+
+def join(c: Club, mid: str, name: str, external_id: str | None) -> list[ev.Event]:
+    if external_id is not None and any(m.external_id == external_id for m in c.members):
+        raise Conflict("duplicate_external_id",
+                       f"external_id {external_id!r} already belongs to a member of this club")
+    return [ev.MemberJoined(id=mid, name=name, external_id=external_id)]
+
+
+def rename(c: Club, mid: str, name: str) -> list[ev.Event]:
+    if c.member(mid).name == name:
+        return []
+    return [ev.MemberRenamed(id=mid, name=name)]
+
+
+def archive(c: Club, mid: str) -> list[ev.Event]:
+    return [] if c.member(mid).archived else [ev.MemberArchived(id=mid)]
+
+
+def start_season(c: Club, sid: str, name: str, starts_on: str, ends_on: str | None,
+                 ) -> list[ev.Event]:
+    if ends_on is not None and ends_on < starts_on:
+        raise Invalid("invalid_season", "ends_on is before starts_on", field="ends_on")
+    return [ev.SeasonStarted(id=sid, name=name, starts_on=starts_on, ends_on=ends_on)]
+
+
+def close_season(c: Club, sid: str) -> list[ev.Event]:
+    if c.season(sid).closed:
+        raise Invalid("season_closed", f"season {sid} is already closed")
+    return [ev.SeasonClosed(id=sid)]
+
+
+def check_table(c: Club, season: str | None, members: Iterable[str | None]) -> None:
+    """A club table's season must be open and its seats' members this club's, not archived."""
+    if season is not None:
+        try:
+            s = c.season(season)
+        except NotFound:
+            raise Invalid("unknown_season", f"this club has no season {season}",
+                          field="season") from None
+        if s.closed:
+            raise Invalid("season_closed", f"season {season} is closed: no new tables",
+                          field="season")
+    for mid in members:
+        if mid is None:
+            continue
+        try:
+            m = c.member(mid)
+        except NotFound:
+            raise Invalid("unknown_member", f"{mid} is not a member of this club",
+                          field="seats") from None
+        if m.archived:
+            raise Invalid("member_archived", f"member {mid} is archived", field="seats")
+
+
+def add_table(c: Club, e: ev.ClubTableAdded) -> list[ev.Event]:
+    check_table(c, e.season, e.members)
+    return [e]
+
+
+# ---- evolve --------------------------------------------------------------------------------
+def _set(items: tuple[Any, ...], key: str, **changes: Any) -> tuple[Any, ...]:
+    return tuple(replace(x, **changes) if x.id == key else x for x in items)
+
+
+EVOLVE: dict[type, Any] = {
+    ev.ClubCreated: lambda c, e: replace(c, name=e.name),
+    ev.TokenIssued: lambda c, e: replace(c, tokens=(*c.tokens, Token(
+        e.id, e.role, e.label, e.token_hash))),
+    ev.TokenRevoked: lambda c, e: replace(c, tokens=_set(c.tokens, e.id, revoked=True)),
+    ev.MemberJoined: lambda c, e: replace(c, members=(*c.members, Member(
+        e.id, e.name, e.external_id))),
+    ev.MemberRenamed: lambda c, e: replace(c, members=_set(c.members, e.id, name=e.name)),
+    ev.MemberArchived: lambda c, e: replace(c, members=_set(c.members, e.id, archived=True)),
+    ev.SeasonStarted: lambda c, e: replace(c, seasons=(*c.seasons, Season(
+        e.id, e.name, e.starts_on, e.ends_on))),
+    ev.SeasonClosed: lambda c, e: replace(c, seasons=_set(c.seasons, e.id, closed=True)),
+    ev.ClubTableAdded: lambda c, e: replace(c, tables=(*c.tables, e)),
+}
+
+
+def replay(events: Iterable[ev.Event], club: Club | None = None) -> Club:
+    c = club if club is not None else Club()
+    for e in events:
+        fn = EVOLVE.get(type(e))
+        if fn is not None:
+            c = fn(c, e)
+    return c

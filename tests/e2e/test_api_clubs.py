@@ -1,0 +1,227 @@
+"""API.md Phase 2: clubs, tokens with roles, members, seasons, club tables, lists, standings."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+from tests.e2e.club import Club, Table
+
+RESULT_A = {"decisions": {"0": "play", "1": "play", "2": "drop", "3": "play"},
+            "tricks": {"0": 3, "1": 2, "2": 0, "3": 0}}
+RESULT_B = {"decisions": {"0": "play", "1": "play", "2": "play", "3": "play"},
+            "tricks": {"0": 0, "1": 1, "2": 1, "3": 3}}
+
+
+class League:
+    """A club as its scorer would drive it over HTTP."""
+
+    def __init__(self, club: Club, name: str = "Red Lion") -> None:
+        self.c = club.c
+        r = self.c.post("/v1/clubs", json={"name": name})
+        assert r.status_code == 201, r.get_json()
+        self.created = r.get_json()
+        self.id, self.owner = self.created["id"], self.created["token"]
+        self.scorer = self.token("scorer")
+        self.viewer = self.token("viewer")
+
+    def h(self, token: str | None) -> dict[str, str]:
+        return {"Authorization": f"Bearer {token}"} if token else {}
+
+    def url(self, path: str = "") -> str:
+        return f"/v1/clubs/{self.id}{path}"
+
+    def token(self, role: str) -> str:
+        r = self.c.post(self.url("/tokens"), json={"role": role, "label": role},
+                        headers=self.h(self.owner))
+        assert r.status_code == 201, r.get_json()
+        return r.get_json()["token"]
+
+    def member(self, name: str, external_id: str | None = None) -> str:
+        r = self.c.post(self.url("/members"), json={"name": name, "external_id": external_id},
+                        headers=self.h(self.scorer))
+        assert r.status_code == 201, r.get_json()
+        return r.get_json()["id"]
+
+    def season(self, name: str = "Winter") -> str:
+        r = self.c.post(self.url("/seasons"), json={"name": name, "starts_on": "2026-11-01"},
+                        headers=self.h(self.scorer))
+        assert r.status_code == 201, r.get_json()
+        return r.get_json()["id"]
+
+    def table(self, members: list[str], season: str | None = None, **body) -> Table:
+        body = {"seats": [{"member": m} for m in members], "first_dealer": 0,
+                "season": season} | body
+        r = self.c.post(self.url("/tables"), json=body, headers=self.h(self.scorer))
+        assert r.status_code == 201, r.get_json()
+        j = r.get_json()
+        return Table(j["id"], j["admin_token"], [s["token"] for s in j["seats"]], j)
+
+    def get(self, path: str, token: str | None = None, headers: dict | None = None):
+        return self.c.get(self.url(path), headers=self.h(token or self.viewer) | (headers or {}))
+
+
+def _play_out(club: Club, t: Table, token: str, hands: int) -> None:
+    """Play a shuffled table's first hands by its seats' first legal action."""
+    while True:
+        view = club.view(t, token)
+        if view["hand"] is None or view["hand"]["number"] > hands or view["status"] != "playing":
+            return
+        if view["hand"]["number"] == hands and view["hand"]["phase"] == "complete":
+            return
+        seat = view["hand"]["turn"]
+        club.ok(t, club.view(t, t.seats[seat])["legal_actions"][0], t.seats[seat])
+
+
+def test_a_season_of_tables_in_three_deal_modes_adds_up_to_the_standings(club: Club):
+    lg = League(club)
+    ms = [lg.member(n, f"M{i}") for i, n in enumerate(["Ann", "Bob", "=cmd()", "Dan"])]
+    season = lg.season()
+    results = lg.table(ms, season, deal="results", options={"auto_deal": False})
+    for r in (RESULT_A, RESULT_B):
+        assert club.start(results, {"result": r}).status_code == 200
+    shuffled = lg.table(ms[::-1], season, options={"auto_deal": False})
+    assert club.start(shuffled).status_code == 200
+    _play_out(club, shuffled, lg.scorer, 1)  # the club's scorer token is the table's admin
+    recorded = lg.table(ms, season, deal="recorded", options={"auto_deal": False})
+    deal = {"hands": {"0": ["6-6", "6-5", "6-4", "6-3", "6-2"],
+                      "1": ["5-5", "5-4", "5-3", "5-2", "5-1"],
+                      "2": ["4-4", "4-3", "4-2", "4-1", "4-0"],
+                      "3": ["3-3", "3-2", "3-1", "3-0", "2-2"]}, "turn_up": "1-1"}
+    assert club.start(recorded, deal).status_code == 200
+    other = lg.table(ms, None, deal="results")
+    assert club.start(other, {"result": RESULT_B}).status_code == 200
+    # An independent sum from each table's own ledger, seat by seat.
+    expected: dict[str, int] = dict.fromkeys(ms, 0)
+    for t, members in ((results, ms), (shuffled, ms[::-1]), (recorded, ms)):
+        balances = club.get(t, lg.viewer, "/ledger").get_json()["balances"]
+        for seat, mid in enumerate(members):
+            expected[mid] += balances[f"seat:{seat}"]
+    body = lg.get(f"/standings?season={season}").get_json()
+    assert {r["member"]: r["chips"] for r in body["rows"]} == expected
+    assert [r["rank"] for r in body["rows"]] == [1, 2, 3, 4]
+    chips = [r["chips"] for r in body["rows"]]
+    assert chips == sorted(chips, reverse=True) and body["as_of"] > 0
+    assert all(r["tables"] == 3 for r in body["rows"])
+    everything = lg.get("/standings").get_json()
+    assert all(r["tables"] == 4 for r in everything["rows"])  # the table outside the season
+    # CSV: the same rows, a header line, and a formula made inert.
+    r = lg.get(f"/standings?season={season}", headers={"Accept": "text/csv"})
+    assert r.mimetype == "text/csv"
+    rows = list(csv.DictReader(io.StringIO(r.data.decode())))
+    assert [int(x["chips"]) for x in rows] == chips
+    assert {x["name"] for x in rows} == {"Ann", "Bob", "'=cmd()", "Dan"}
+    assert lg.get(f"/standings?season={season}&format=csv").data == r.data
+    # Every figure traces to its event.
+    book = lg.get(f"/members/{ms[0]}/ledger?season={season}").get_json()
+    assert sum(x["amount"] if x["to"] != "pool" else -x["amount"]
+               for x in book["transfers"]) == expected[ms[0]]
+    assert all({"table", "hand", "version"} <= set(x) for x in book["transfers"])
+
+
+def test_tenancy_another_clubs_token_and_table_tokens_open_nothing(club: Club):
+    lg, other = League(club), League(club, "Crown")
+    mid = lg.member("Ann")
+    t = lg.table([mid, lg.member("Bob")], None, deal="results")
+    outsider = [other.owner, other.scorer, other.viewer, t.admin, t.seats[0]]
+    paths = ["", "/tokens", "/members", f"/members/{mid}", "/seasons", "/tables",
+             "/standings", f"/members/{mid}/ledger"]
+    for token in outsider:
+        for path in paths:
+            r = lg.get(path, token)
+            assert r.status_code == 403, (path, r.get_json())
+            assert mid not in r.data.decode() and "Ann" not in r.data.decode()
+        r = club.c.post(lg.url("/members"), json={"name": "Eve"}, headers=lg.h(token))
+        assert r.status_code == 403
+    assert club.c.get(lg.url("")).status_code == 401
+    assert club.c.get("/v1/clubs/club_0000000000000000",
+                      headers=lg.h(lg.owner)).status_code == 404
+    # A club's token opens only its own club's tables.
+    club.problem(club.get(t, other.owner), 401)
+    assert club.get(t, lg.viewer).get_json()["viewer"]["role"] == "spectator"
+    assert club.get(t, lg.scorer).get_json()["viewer"]["role"] == "admin"
+
+
+def test_roles_and_revocation(club: Club):
+    lg = League(club)
+    r = club.c.post(lg.url("/members"), json={"name": "Eve"}, headers=lg.h(lg.viewer))
+    assert r.status_code == 403 and r.get_json()["code"] == "role_not_allowed"
+    r = club.c.post(lg.url("/tokens"), json={"role": "owner"}, headers=lg.h(lg.scorer))
+    assert r.status_code == 403
+    listed = lg.get("/tokens", lg.owner).get_json()["items"]
+    assert {x["role"] for x in listed} == {"owner", "scorer", "viewer"}
+    assert all("token" not in x for x in listed)
+    tid = next(x["id"] for x in listed if x["role"] == "viewer")
+    assert club.c.delete(lg.url(f"/tokens/{tid}"), headers=lg.h(lg.owner)).status_code == 204
+    assert lg.get("").status_code == 403  # revoked at once
+    assert club.c.delete(lg.url(f"/tokens/{tid}"), headers=lg.h(lg.owner)).status_code == 404
+
+
+def test_bad_input_is_refused_and_changes_nothing(club: Club):
+    lg, other = League(club), League(club, "Crown")
+    mid = lg.member("Ann", "A1")
+    version = lg.get("").get_json()["version"]
+    r = club.c.post(lg.url("/members"), json={"name": "Ann2", "external_id": "A1"},
+                    headers=lg.h(lg.scorer))
+    assert r.status_code == 409 and r.get_json()["code"] == "duplicate_external_id"
+    foreign = other.member("Zed")
+    r = club.c.post(lg.url("/tables"), json={"seats": [{"member": mid}, {"member": foreign}]},
+                    headers=lg.h(lg.scorer))
+    assert r.status_code == 422 and r.get_json()["code"] == "unknown_member"
+    assert lg.get(f"/members/{foreign}").status_code == 404
+    season = lg.season()
+    assert club.c.post(lg.url(f"/seasons/{season}/close"), json={},
+                       headers=lg.h(lg.scorer)).status_code == 200
+    version = lg.get("").get_json()["version"]
+    r = club.c.post(lg.url("/tables"), json={"seats": [{"member": mid}, {"name": "Guest"}],
+                                             "season": season}, headers=lg.h(lg.scorer))
+    assert r.status_code == 422 and r.get_json()["code"] == "season_closed"
+    for q in ("limit=0", "limit=501", "limit=x", "cursor=%%%", "archived=maybe", "colour=red"):
+        r = lg.get(f"/members?{q}")
+        assert r.status_code == 422, q
+        assert r.mimetype == "application/problem+json"
+    assert lg.get("").get_json()["version"] == version
+
+
+def test_lists_page_with_an_opaque_cursor(club: Club):
+    lg = League(club)
+    ids = [lg.member(f"P{i:02}") for i in range(7)]
+    seen, cursor = [], None
+    while True:
+        r = lg.get("/members?limit=3" + (f"&cursor={cursor}" if cursor else "")).get_json()
+        seen += [m["id"] for m in r["items"]]
+        cursor = r["next"]
+        if cursor is None:
+            break
+    assert seen == ids
+    assert [m["name"] for m in lg.get("/members?q=p0").get_json()["items"]][:2] == ["P00", "P01"]
+    archived = club.c.post(lg.url(f"/members/{ids[0]}/archive"), json={},
+                           headers=lg.h(lg.scorer))
+    assert archived.get_json()["archived"] is True
+    assert [m["id"] for m in lg.get("/members?archived=true").get_json()["items"]] == ids[:1]
+    renamed = club.c.patch(lg.url(f"/members/{ids[1]}"), json={"name": "Pat"},
+                           headers=lg.h(lg.scorer))
+    assert renamed.get_json()["name"] == "Pat"
+
+
+def test_operator_token_gates_club_creation(club: Club, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("LOO_OPERATOR_TOKEN", "op-secret")
+    assert club.c.post("/v1/clubs", json={"name": "X"}).status_code == 401
+    assert club.c.post("/v1/clubs", json={"name": "X"},
+                       headers={"Authorization": "Bearer nope"}).status_code == 403
+    assert club.c.post("/v1/clubs", json={"name": "X"},
+                       headers={"Authorization": "Bearer op-secret"}).status_code == 201
+
+
+def test_a_club_scorer_voids_a_hand_and_the_standings_follow(club: Club):
+    lg = League(club)
+    ms = [lg.member(n) for n in ("Ann", "Bob", "Cat", "Dan")]
+    t = lg.table(ms, None, deal="results")
+    assert club.start(t, {"result": RESULT_A}).status_code == 200
+    r = club.post(t, "/hands/1/void", {"reason": "wrong table"}, lg.scorer)
+    assert r.status_code == 200, r.get_json()
+    assert {row["chips"] for row in lg.get("/standings").get_json()["rows"]} == {0}
+    r = club.post(t, "/hands/1/void", {"reason": "again"}, lg.viewer)
+    assert r.status_code == 403
