@@ -296,3 +296,14 @@ class MemberLedgerOut(Open):
     member = fields.String()
     transfers = fields.List(fields.Dict())
     scores = fields.List(fields.Dict())
+
+
+class BotOut(Open):
+    name = fields.String()
+    version = fields.String()
+    description = fields.String()
+
+
+class BotsOut(Open):
+    items = fields.List(fields.Nested(BotOut))
+    next = fields.String(allow_none=True)

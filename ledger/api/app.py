@@ -120,8 +120,10 @@ def require_json_body() -> None:
     if limit is not None and (request.content_length or 0) > limit:
         raise RequestEntityTooLarge(
             f"the request body is {request.content_length} bytes; the limit is {limit}")
+    ndjson = request.mimetype == "application/x-ndjson" and request.path.endswith(
+        "/tables/import")  # loo-hh files, one a line (API.md Hand history)
     if request.method in {"POST", "PUT", "PATCH"} and request.content_length \
-            and not request.is_json:
+            and not request.is_json and not ndjson:
         raise UnsupportedMediaType("send the body as JSON, with Content-Type: application/json")
 
 

@@ -302,6 +302,34 @@ class ClubTablesResource(MethodView):
         return lists.page(items, limit, offset)
 
 
+@blp.route("/<club_id>/tables/import")
+class ImportResource(MethodView):
+    @blp.response(201, CreatedOut)
+    def post(self, club_id: str) -> Any:
+        """Import loo-hh files (one JSON file, or NDJSON of one table's hands from hand 1) as
+        a new recorded (or results) club table (owner or scorer): every hand is checked by the
+        rules as if entered live; an illegal file is refused whole (422 naming the hand and
+        action) and nothing is created."""
+        from dataclasses import replace
+
+        from ledger.app.imports import ImportRefused, plan
+        from ledger.app.verify import VerifyError, documents
+
+        try:
+            the_plan = plan(documents(io.BytesIO(request.get_data())))
+        except VerifyError as err:
+            raise ImportRefused("import_refused", str(err)) from None
+        the_plan = replace(the_plan, create=replace(the_plan.create, club=club_id))
+        table_id, tokens, p = ledger().import_table(the_plan)
+        clubs().link_table(club_id, table_id, None, (None,) * p.table.players,
+                           p.table.opts.variant, p.table.opts.scoring)
+        return {"id": table_id, "admin_token": tokens["admin"], "version": p.version,
+                "hands": len(the_plan.hands),
+                "seats": [{"seat": i, "name": p.table.names[i], "bot": None, "member": None,
+                           "token": tokens["seats"][i]} for i in range(p.table.players)],
+                "table": table_view(table_id, p, Viewer(admin=True))}
+
+
 CSV_FIELDS = ("rank", "member", "name", "tables", "hands", "chips", "points", "games_won",
               "tricks", "loos", "looed_chips")
 

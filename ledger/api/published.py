@@ -11,11 +11,21 @@ from flask.views import MethodView
 from ledger.api.auth import ledger
 from ledger.api.blueprint import Blueprint
 from ledger.app.history import schema_text
-from schemas.responses import CheckpointKeyOut
+from ledger.core.rules.bots import DESCRIPTIONS, POLICIES
+from schemas.responses import BotsOut, CheckpointKeyOut
 
 blp = Blueprint("published", __name__, url_prefix="/v1",
-                description="Public material to verify records offline: the checkpoint "
-                            "key, the loo-hh JSON Schema.")
+                description="Public material: the bot policies, and what verifies records "
+                            "offline (the checkpoint key, the loo-hh JSON Schema).")
+
+
+@blp.route("/bots")
+class Bots(MethodView):
+    @blp.response(200, BotsOut)
+    def get(self) -> Any:
+        """The bot policies a seat may name ("bot": name), each with its version."""
+        return {"items": [{"name": name, "version": version, "description": DESCRIPTIONS.get(
+            name, "")} for name, (_policy, version) in sorted(POLICIES.items())], "next": None}
 
 
 @blp.route("/checkpoints/key")

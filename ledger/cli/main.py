@@ -29,6 +29,8 @@ LAZY_COMMANDS = {
     "verify": "ledger.cli.history:verify_cmd",
     "export": "ledger.cli.history:export_cmd",
     "import": "ledger.cli.history:import_cmd",
+    "club": "ledger.cli.club:club_cmd",
+    "standings": "ledger.cli.club:standings_cmd",
 }
 
 

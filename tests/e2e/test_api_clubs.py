@@ -225,3 +225,35 @@ def test_a_club_scorer_voids_a_hand_and_the_standings_follow(club: Club):
     assert {row["chips"] for row in lg.get("/standings").get_json()["rows"]} == {0}
     r = club.post(t, "/hands/1/void", {"reason": "again"}, lg.viewer)
     assert r.status_code == 403
+
+
+def test_import_a_tables_history_into_a_club_and_export_it_again(club: Club):
+    lg = League(club)
+    source = club.create(first_dealer=0, options={"auto_deal": False})
+    for _ in range(2):
+        assert club.start(source).status_code == 200
+        n = club.view(source)["hand"]["number"]
+        _play_out(club, source, source.admin, n)
+    ndjson = club.get(source, path="/history").data
+    r = club.c.post(lg.url("/tables/import"), data=ndjson,
+                    headers=lg.h(lg.scorer) | {"Content-Type": "application/x-ndjson"})
+    assert r.status_code == 201, r.get_json()
+    new = r.get_json()
+    assert new["hands"] == 2 and lg.get("/tables").get_json()["items"][-1]["id"] == new["id"]
+    again = club.c.get(f"/v1/tables/{new['id']}/history", headers=lg.h(lg.viewer)).data
+    import json
+
+    old_docs = [json.loads(x) for x in ndjson.splitlines()]
+    new_docs = [json.loads(x) for x in again.splitlines()]
+    assert [d["hand"]["actions"] for d in new_docs] == [d["hand"]["actions"] for d in old_docs]
+    assert [d["hand"]["deal"] for d in new_docs] == [d["hand"]["deal"] for d in old_docs]
+    # A swapped tile: refused whole, naming the problem; nothing created.
+    tables = len(lg.get("/tables").get_json()["items"])
+    bad = ndjson.replace(b'"6-6"', b'"0-0"', 1) if b'"6-6"' in ndjson else ndjson[:-40]
+    r = club.c.post(lg.url("/tables/import"), data=bad,
+                    headers=lg.h(lg.scorer) | {"Content-Type": "application/x-ndjson"})
+    assert r.status_code == 422 and r.get_json()["code"] == "import_refused"
+    assert len(lg.get("/tables").get_json()["items"]) == tables
+    r = club.c.post(lg.url("/tables/import"), data=ndjson,
+                    headers=lg.h(lg.viewer) | {"Content-Type": "application/x-ndjson"})
+    assert r.status_code == 403

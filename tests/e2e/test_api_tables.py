@@ -196,3 +196,16 @@ def test_a_body_over_the_cap_is_413_problem_json_and_creates_nothing(app, club: 
     assert "2048" in r.get_json()["detail"] and r.headers["Connection"] == "close"
     ok = club.c.post("/v1/tables", json={"seats": FOUR})
     assert ok.status_code == 201  # a body within the cap is served as before
+
+
+def test_bots_lists_every_policy_a_seat_may_name(club: Club):
+    r = club.c.get("/v1/bots")
+    assert r.status_code == 200
+    names = [b["name"] for b in r.get_json()["items"]]
+    assert {"random", "heuristic"} <= set(names) and r.get_json()["next"] is None
+    assert all(b["description"] and b["version"] for b in r.get_json()["items"])
+    for name in names:
+        club.create(seats=[{"name": "Ann"}, {"name": "B", "bot": name}])
+    r = club.c.post("/v1/tables", json={"seats": [{"name": "A"}, {"name": "B", "bot": "nobot"}]})
+    assert r.status_code == 422 and all(n in r.get_json()["detail"] + str(r.get_json())
+                                        for n in names)

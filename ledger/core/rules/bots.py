@@ -94,6 +94,12 @@ def _play(view: SeatView, legal: list[Action]) -> Action:
     return min(pool, key=lambda a: tile_value(a.tile, trump))
 
 
+DESCRIPTIONS = {
+    "random": "plays a uniformly random legal action (a baseline)",
+    "heuristic": "misses or drops weak hands, wins with its cheapest winner, keeps trumps "
+                 "and avoids the loo",
+}
+
 POLICIES: dict[str, tuple[Policy, str]] = {
     "random": (random_policy, "1"),
     "heuristic": (heuristic_policy, "1"),

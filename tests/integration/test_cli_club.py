@@ -1,0 +1,53 @@
+"""`loo club create`, `loo club members add/list`, `loo standings` at the scorer's desk."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from click.testing import CliRunner
+
+from ledger.cli.main import main
+
+
+def test_a_scorer_creates_a_club_adds_members_and_reads_the_standings(tmp_path, monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path}/club.db")
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    run = CliRunner().invoke
+    made = run(main, ["club", "create", "Red Lion"])
+    assert made.exit_code == 0, made.output
+    club_id = made.output.split()[1]
+    assert "owner token" in made.output
+    ids = [run(main, ["club", "members", "add", club_id, n, "--external-id", str(i)]).output
+           .strip() for i, n in enumerate(["Ann", "=cmd()"])]
+    assert all(i.startswith("mem_") for i in ids)
+    dup = run(main, ["club", "members", "add", club_id, "Bob", "--external-id", "0"])
+    assert dup.exit_code == 1 and "already belongs" in dup.output
+    listed = run(main, ["club", "members", "list", club_id]).output.splitlines()
+    assert [line.split("\t")[:2] for line in listed] == [[ids[0], "Ann"], [ids[1], "=cmd()"]]
+    # A results table of the club, entered over the API, then the standings from the CLI.
+    from ledger.api.app import create_app
+
+    app = create_app(test_config={"DATABASE_URL": f"sqlite:///{tmp_path}/club.db"})
+    c = app.test_client()
+    token = c.post(f"/v1/clubs/{club_id}/tokens", json={"role": "scorer"},
+                   headers={"Authorization": "Bearer x"})
+    assert token.status_code == 403  # nothing opens a club without one of its tokens
+    owner = made.output.split("keep it): ")[1].strip()
+    h = {"Authorization": f"Bearer {owner}"}
+    t = c.post(f"/v1/clubs/{club_id}/tables", headers=h, json={
+        "deal": "results", "first_dealer": 0, "seats": [{"member": ids[0]}, {"member": ids[1]}]})
+    assert t.status_code == 201, t.get_json()
+    r = c.post(f"/v1/tables/{t.get_json()['id']}/hands", headers=h, json={"result": {
+        "decisions": {"0": "play", "1": "play"}, "tricks": {"0": 4, "1": 1}}})
+    assert r.status_code == 200, r.get_json()
+    out = run(main, ["standings", "--club", club_id, "--csv"])
+    assert out.exit_code == 0, out.output
+    rows = list(csv.DictReader(io.StringIO(out.output)))
+    api = c.get(f"/v1/clubs/{club_id}/standings", headers=h).get_json()["rows"]
+    assert [int(r["chips"]) for r in rows] == [r["chips"] for r in api]
+    assert {r["name"] for r in rows} == {"Ann", "'=cmd()"}
+    text = run(main, ["standings", "--club", club_id])
+    assert "Ann" in text.output
+    missing = run(main, ["standings", "--club", "club_nope"])
+    assert missing.exit_code == 1 and "no club" in missing.output
