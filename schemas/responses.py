@@ -307,3 +307,8 @@ class BotOut(Open):
 class BotsOut(Open):
     items = fields.List(fields.Nested(BotOut))
     next = fields.String(allow_none=True)
+
+
+class ClubFeedOut(Open):
+    events = fields.List(fields.Dict(), metadata={"description": "each with `stream`"})
+    next = fields.Integer(metadata={"description": "the position to ask ?after= next"})

@@ -18,7 +18,7 @@ from ledger.api.blueprint import Blueprint
 from ledger.api.writes import BODY_PARSER
 from ledger.app.clubs import Clubs, Loaded
 from ledger.app.service import token_hash
-from ledger.app.views import Viewer, table_view
+from ledger.app.views import Viewer, live_hand, redact, table_view
 from ledger.core import club as cl
 from ledger.core import commands as c
 from ledger.core.errors import Forbidden, Unauthorized
@@ -33,6 +33,7 @@ from schemas.requests import (
 )
 from schemas.responses import (
     ClubCreatedOut,
+    ClubFeedOut,
     ClubOut,
     ClubTokenOut,
     CreatedOut,
@@ -365,6 +366,55 @@ class StandingsResource(MethodView):
             w.writerow([inert(row[k]) for k in CSV_FIELDS])
         return Response(buf.getvalue(), mimetype="text/csv",
                         headers={"Content-Disposition": "attachment; filename=standings.csv"})
+
+
+FEED_SCAN = 20_000  # events examined per page at most: a busy store answers in bounded time
+
+
+@blp.route("/<club_id>/events")
+class ClubFeedResource(MethodView):
+    @blp.response(200, ClubFeedOut)
+    def get(self, club_id: str) -> Any:
+        """The club's feed (any club token): its own stream and all its tables' events in
+        global position order, as a spectator sees them (no tile of a live hand), each with
+        `stream` ("club" or the table id). Follow it with ?after=<the answer's next>."""
+        f, limit, _ = lists.query({"after": _position})
+        after = f.get("after", 0)
+        loaded = clubs().load(club_id)
+        streams = {club_id} | {t.table_id for t in loaded.club.tables}
+        store, led = ledger().store, ledger()
+        spectator = Viewer(admin=False, spectator=True)
+        live: dict[str, int | None] = {}
+        events: list[dict[str, Any]] = []
+        scanned = 0
+        position = after
+        while len(events) < limit and scanned < FEED_SCAN:
+            page = store.read_all(after_position=position, limit=1000)
+            if not page:
+                break
+            for s in page:
+                position = s.position
+                scanned += 1
+                if s.table_id in streams:
+                    if s.table_id == club_id:
+                        out = {"version": s.version, "position": s.position, "type": s.type,
+                               "hand": None, "data": s.data, "recorded_at": s.recorded_at,
+                               "causation": s.causation, "hash": s.hash,
+                               "prev_hash": s.prev_hash, "stream": "club"}
+                    else:
+                        if s.table_id not in live:
+                            live[s.table_id] = live_hand(led.load(s.table_id).table)
+                        out = redact(s, spectator, live[s.table_id]) | {"stream": s.table_id}
+                    events.append(out)
+                    if len(events) == limit:
+                        break
+        return {"events": events, "next": position}
+
+
+def _position(raw: str) -> int:
+    if not raw.isdigit():
+        raise ValueError("a position: a whole number >= 0")
+    return int(raw)
 
 
 @blp.route("/<club_id>/members/<member_id>/ledger")

@@ -257,3 +257,25 @@ def test_import_a_tables_history_into_a_club_and_export_it_again(club: Club):
     r = club.c.post(lg.url("/tables/import"), data=ndjson,
                     headers=lg.h(lg.viewer) | {"Content-Type": "application/x-ndjson"})
     assert r.status_code == 403
+
+
+def test_the_club_feed_follows_every_stream_in_position_order_without_hidden_tiles(club: Club):
+    lg = League(club)
+    ms = [lg.member(n) for n in ("Ann", "Bob", "Cat", "Dan")]
+    t = lg.table(ms, None)  # shuffled: hand 1 is live
+    outside = club.create(first_dealer=0)  # not the club's: never in its feed
+    seen, after = [], 0
+    while True:
+        page = lg.get(f"/events?after={after}&limit=7").get_json()
+        seen += page["events"]
+        if not page["events"]:
+            break
+        after = page["next"]
+    positions = [e["position"] for e in seen]
+    assert positions == sorted(positions) and len(set(positions)) == len(positions)
+    assert {e["stream"] for e in seen} == {"club", t.id} and outside.id not in str(seen)
+    dealt = [e for e in seen if e["type"] == "tiles_dealt"]
+    assert dealt and all(isinstance(h, dict) for e in dealt for h in e["data"]["hands"].values())
+    assert lg.get("/events?after=x").status_code == 422
+    assert lg.get("/events", lg.created["token"]).status_code == 200
+    assert club.c.get(lg.url("/events"), headers=lg.h(t.admin)).status_code == 403
