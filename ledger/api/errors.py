@@ -10,8 +10,8 @@ from typing import Any
 from flask import Flask, Response
 from werkzeug.exceptions import HTTPException
 
+from ledger.app.contract import IdempotencyConflict, StoreUnavailable, VersionConflict
 from ledger.core.errors import LedgerError
-from ledger.store.base import IdempotencyConflict, StoreUnavailable, VersionConflict
 from ledger.web import error_page, wants_html
 
 log = logging.getLogger(__name__)

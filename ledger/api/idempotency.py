@@ -8,9 +8,9 @@ from typing import Any
 
 from flask import request
 
+from ledger.app.contract import IdempotentResult
 from ledger.app.views import Viewer
 from ledger.core.errors import BadRequest, Conflict
-from ledger.store.base import IdempotentResult
 
 
 def key() -> str | None:

@@ -11,11 +11,11 @@ from ledger.api import idempotency as idem
 from ledger.api.auth import authenticate, ledger, viewer_for
 from ledger.api.blueprint import Blueprint
 from ledger.api.writes import BODY_PARSER, first_answer, write, write_response
+from ledger.app.contract import IdempotentResult
 from ledger.app.service import token_hash
 from ledger.app.views import Viewer, table_view
 from ledger.core import commands as c
 from ledger.core.errors import Forbidden
-from ledger.store.base import IdempotentResult
 from schemas.requests import CreateTableIn, SpectatorIn, WriteIn
 from schemas.responses import ClosedOut, CreatedOut, SpectatorListOut, SpectatorOut, TableOut
 

@@ -12,13 +12,13 @@ from webargs.flaskparser import FlaskParser
 
 from ledger.api import idempotency as idem
 from ledger.api.auth import authenticated, ledger, require_admin, viewer_for
+from ledger.app.contract import AlreadyApplied, IdempotentResult, StoredEvent, VersionConflict
 from ledger.app.projector import Projection, project
 from ledger.app.service import Ledger, Outcome
 from ledger.app.views import Viewer, live_hand, redact, table_view
 from ledger.core import commands as c
 from ledger.core.errors import LedgerError
 from ledger.core.rules import table as tb
-from ledger.store.base import AlreadyApplied, IdempotentResult, StoredEvent, VersionConflict
 
 Written = Outcome | IdempotentResult  # what a write appended, or the earlier run it repeats
 LATEST_RETRIES = 4  # writes without expected_version: fresh decisions after a lost race
