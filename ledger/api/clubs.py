@@ -6,6 +6,7 @@ import csv
 import hmac
 import io
 import os
+from collections.abc import Iterator
 from typing import Any
 
 from flask import Response, current_app, request
@@ -366,6 +367,44 @@ class StandingsResource(MethodView):
             w.writerow([inert(row[k]) for k in CSV_FIELDS])
         return Response(buf.getvalue(), mimetype="text/csv",
                         headers={"Content-Disposition": "attachment; filename=standings.csv"})
+
+
+@blp.route("/<club_id>/history")
+class ClubHistoryResource(MethodView):
+    @blp.response(200, description="One loo-hh 1.0 file per line, streamed",
+                  content_type="application/x-ndjson")
+    def get(self, club_id: str) -> Any:
+        """Every complete hand of the club's tables as NDJSON (one loo-hh file a line), table
+        by table in the order they were created; ?season= picks a season's tables, ?since= and
+        ?until= (dates, inclusive) the tables created in that range."""
+        from datetime import date
+
+        import orjson
+        from flask import stream_with_context
+
+        from ledger.app.history import table_history
+
+        def day(raw: str) -> str:
+            return date.fromisoformat(raw).isoformat()
+
+        f, _, _ = lists.query({"season": lists.text, "since": day, "until": day})
+        links = [t for t in clubs().load(club_id).club.tables
+                 if f.get("season", t.season) == t.season
+                 and f.get("since", "") <= t.created_at[:10]
+                 and t.created_at[:10] <= f.get("until", "9999-12-31")]
+        led = ledger()
+        store = led.store
+
+        def lines() -> Iterator[bytes]:
+            for link in links:
+                up_to = store.version(link.table_id)
+                checkpoints = led.checkpoints(link.table_id, up_to)
+                for doc in table_history(link.table_id,
+                                         lambda a, b, t=link.table_id: store.load(t, a, b),
+                                         up_to, checkpoints):
+                    yield orjson.dumps(doc) + b"\n"
+
+        return Response(stream_with_context(lines()), mimetype="application/x-ndjson")
 
 
 FEED_SCAN = 20_000  # events examined per page at most: a busy store answers in bounded time

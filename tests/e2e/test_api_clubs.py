@@ -279,3 +279,29 @@ def test_the_club_feed_follows_every_stream_in_position_order_without_hidden_til
     assert lg.get("/events?after=x").status_code == 422
     assert lg.get("/events", lg.created["token"]).status_code == 200
     assert club.c.get(lg.url("/events"), headers=lg.h(t.admin)).status_code == 403
+
+
+def test_club_history_streams_every_complete_hand_of_its_tables(club: Club):
+    import json
+
+    from ledger.app.verify import verify_document
+
+    lg = League(club)
+    ms = [lg.member(n) for n in ("Ann", "Bob", "Cat", "Dan")]
+    season = lg.season()
+    a = lg.table(ms, season, deal="results")
+    b = lg.table(ms, None, deal="results")
+    for t, results in ((a, (RESULT_A, RESULT_B)), (b, (RESULT_B,))):
+        for r in results:
+            assert club.start(t, {"result": r}).status_code == 200
+    r = lg.get("/history")
+    assert r.mimetype == "application/x-ndjson"
+    docs = [json.loads(line) for line in r.data.splitlines()]
+    assert [(d["table"]["id"], d["hand"]["number"]) for d in docs] == [
+        (a.id, 1), (a.id, 2), (b.id, 1)]
+    for d in docs:
+        verify_document(d)
+    only = [json.loads(x) for x in lg.get(f"/history?season={season}").data.splitlines()]
+    assert {d["table"]["id"] for d in only} == {a.id}
+    assert lg.get("/history?until=2000-01-01").data == b""
+    assert lg.get("/history?since=yesterday").status_code == 422
