@@ -129,3 +129,16 @@ def test_prop_void_and_reentry_equal_the_corrected_hand(club: Club, before, wron
     assert book_a.get("balances") == book_b.get("balances")
     assert book_a.get("totals") == book_b.get("totals")
     assert club.get(a, path="/audit").get_json()["ok"] is True
+
+
+def test_voiding_back_reaches_at_most_64_hands(club: Club):
+    from ledger.core.rules.table import VOIDABLE
+
+    t = _results(club)
+    for _ in range(VOIDABLE + 2):
+        _enter(club, t, HAND_A)
+    for n in range(VOIDABLE + 2, 2, -1):
+        assert _void(club, t, n).status_code == 200, n
+    p = club.problem(_void(club, t, 2), 422, "not_latest_settled_hand")
+    assert p["may_void"] is None
+    assert club.get(t, path="/audit").get_json()["ok"] is True

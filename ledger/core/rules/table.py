@@ -20,6 +20,9 @@ from ledger.core.rules.scoring import settle as settle_hand
 from ledger.core.rules.tiles import Tile
 
 
+VOIDABLE = 64  # how far back a correction may void, one hand at a time (bounded state)
+
+
 @dataclass(frozen=True, slots=True)
 class HandBook:
     """What a hand moved, kept so a correction can move it back (API.md Corrections)."""
@@ -367,7 +370,7 @@ def _settled(t: Draft, e: ev.HandSettled) -> None:
     assert t.hand is not None
     t.settled, t.scores, t.dealer = True, e.scores, (t.hand.dealer + 1) % t.players
     if t.book is not None and t.book.number == t.hand.number:
-        t.voidable = (*t.voidable, t.book)
+        t.voidable = (*t.voidable[1 - VOIDABLE:], t.book)
 
 
 def _voided(t: Draft, e: ev.HandVoided) -> None:
