@@ -19,7 +19,6 @@ from ledger.core.rules.scoring import initial_scores
 from ledger.core.rules.scoring import settle as settle_hand
 from ledger.core.rules.tiles import Tile
 
-
 VOIDABLE = 64  # how far back a correction may void, one hand at a time (bounded state)
 
 
