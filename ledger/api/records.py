@@ -7,9 +7,11 @@ from typing import Any
 from flask import request
 from flask.views import MethodView
 
+from ledger.api import feeds
 from ledger.api.auth import ledger, require_admin, viewer_for
 from ledger.api.blueprint import Blueprint
 from ledger.app.audit import audit
+from ledger.app.feed import TableSource, table_events
 from ledger.app.projector import chip_ledger, project, score_sheet
 from ledger.app.views import Viewer, hand_view, live_hand, redact
 from ledger.core.errors import Forbidden, Invalid, NotFound
@@ -99,10 +101,15 @@ class Events(MethodView):
     @blp.arguments(EventsQuery, location="query")
     @blp.response(200, EventsOut)
     def get(self, query: dict[str, Any], table_id: str) -> Any:
-        """The table's events after version `after`, hidden tiles removed for seats."""
+        """The table's events after version `after`, hidden tiles removed for seats. With
+        Accept: text/event-stream: Server-Sent Events from position `after` (or the
+        Last-Event-ID header), following the table live (API.md Feeds)."""
         led = ledger()
         p = led.load(table_id)
         viewer = viewer_for(p)
+        if feeds.wants_sse():
+            return feeds.stream(led, TableSource(led, table_id, viewer),
+                                feeds.start_position(query["after"]))
         after, limit = query["after"], query["limit"]
         # Only events of the state `p` (redaction follows it, and a hand dealt since must not
         # pass as one already complete); `after` past the end reads nothing (and an integer
@@ -110,8 +117,7 @@ class Events(MethodView):
         stored = led.store.load(table_id, after_version=after,
                                 up_to_version=min(after + limit, p.version)) \
             if after < p.version else []
-        live = live_hand(p.table)
-        return {"events": [redact(s, viewer, live) for s in stored],
+        return {"events": table_events(led, table_id, stored, viewer, live=live_hand(p.table)),
                 "next": stored[-1].version if stored else after}
 
 
