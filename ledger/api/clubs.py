@@ -20,11 +20,6 @@ from ledger.api.tables import create, created
 from ledger.api.writes import BODY_PARSER
 from ledger.app.clubs import Clubs, Loaded
 from ledger.app.service import token_hash
-<<<<<<< HEAD
-from ledger.app.views import Viewer, table_view
-=======
-from ledger.app.views import Viewer, live_hand, redact
->>>>>>> main
 from ledger.core import club as cl
 from ledger.core import commands as c
 from ledger.core.errors import Forbidden, Unauthorized
