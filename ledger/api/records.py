@@ -13,7 +13,7 @@ from ledger.api.blueprint import Blueprint
 from ledger.app.audit import audit
 from ledger.app.feed import TableSource, table_events
 from ledger.app.projector import chip_ledger, project, score_sheet
-from ledger.app.views import Viewer, hand_view, live_hand, redact
+from ledger.app.views import Viewer, hand_view, live_hand
 from ledger.core.errors import Forbidden, Invalid, NotFound
 from schemas.requests import EventsQuery, ListQuery, ReplayQuery
 from schemas.responses import (
@@ -65,7 +65,7 @@ class HandRecord(MethodView):
         return {"number": number, "complete": state.hand is not None and not state.live,
                 "settled": state.settled,
                 "hand": hand_view(state, viewer, full=live != number),
-                "events": [redact(s, viewer, live) for s in mine]}
+                "events": table_events(ledger(), table_id, mine, viewer, live=live)}
 
 
 @blp.route("/<table_id>/hands/<int:number>/replay")
@@ -87,7 +87,8 @@ class Replay(MethodView):
         admin = Viewer(admin=True)
         # The live hand's seed stays secret until revealed, here as in /events.
         return {"step": step, "steps": len(mine),
-                "event": redact(mine[step - 1], admin, live_hand(p.table)) if step else None,
+                "event": table_events(ledger(), table_id, [mine[step - 1]], admin,
+                                      live=live_hand(p.table))[0] if step else None,
                 "state": {"pool": state.pool,
                           "balances": {str(s): b for s, b in enumerate(state.balances)},
                           "scores": {str(s): b for s, b in enumerate(state.scores)},
