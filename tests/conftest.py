@@ -12,6 +12,13 @@ PG_ADMIN_URL = os.environ.get("LOO_TEST_PG_ADMIN_URL", "postgresql://postgres@12
 REDIS_BASE_URL = os.environ.get("LOO_TEST_REDIS_URL", "redis://127.0.0.1:6379")
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
+# Rate limits stay on in the suite (their cost is in every request), but high enough that
+# no test playing a game at full speed meets one; tests of the limits set their own. Set in
+# the environment, so `loo serve` processes the tests start inherit them.
+for _var in ("LOO_RATE_LIMIT_CREATE", "LOO_RATE_LIMIT_CREATE_ADDRESS", "LOO_RATE_LIMIT_WRITE",
+             "LOO_RATE_LIMIT_WRITE_ADDRESS", "LOO_RATE_LIMIT_READ", "LOO_RATE_LIMIT_READ_ADDRESS"):
+    os.environ.setdefault(_var, "100000/second")
+
 
 def _unavailable(what: str, err: Exception) -> None:
     """In CI a missing server fails the run; on a laptop the test is skipped."""

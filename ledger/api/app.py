@@ -161,7 +161,12 @@ def create_app(container: Container | None = None,
     from ledger.web import register as register_web
 
     register_web(app)  # the pages: ledger/web (templates, static, scripts on the public API)
-    app.before_request(require_json_body)
+    from ledger.api import limits
+
+    limit_env = {**os.environ, **{k: str(v) for k, v in (test_config or {}).items()
+                                  if k in limits.ENV_VARS}}
+    limits.install(app, limit_env, container.settings.redis_url, container.settings.queue_name)
+    app.before_request(require_json_body)  # after the limiter's: a 429 reads no body
     app.after_request(close_after_refused_body)
     return app
 

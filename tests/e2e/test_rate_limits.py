@@ -1,0 +1,130 @@
+"""Rate limits (issue 16): per token and per address, creation harder than reads, 429
+problem+json with Retry-After, probes never limited, counters in Redis when configured."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+
+from ledger.api.app import create_app
+from ledger.bootstrap import ConfigError, Settings, bootstrap
+from tests.e2e.club import Club
+
+SEATS = [{"name": n} for n in ("Ann", "Bob", "Cat", "Dan")]
+
+
+@pytest.fixture
+def limited(backend_url: str) -> Iterator[Any]:
+    """An app factory on this backend with the given limit variables."""
+    containers = []
+
+    def make(settings: Settings | None = None, **limits: str) -> Any:
+        container = bootstrap(settings or Settings(database_url=backend_url))
+        containers.append(container)
+        app = create_app(container, limits)
+        app.config["TESTING"] = True
+        return app
+
+    yield make
+    for container in containers:
+        container.close()
+
+
+def assert_429(r: Any) -> dict[str, Any]:
+    assert r.status_code == 429, (r.status_code, r.get_json())
+    assert r.mimetype == "application/problem+json"
+    assert int(r.headers["Retry-After"]) >= 1
+    body = r.get_json()
+    assert body["code"] == "rate_limited" and body["status"] == 429
+    return body
+
+
+def test_creation_over_its_limit_is_429_and_creates_nothing(limited: Any) -> None:
+    app = limited(LOO_RATE_LIMIT_CREATE_ADDRESS="3/minute")
+    c = app.test_client()
+    store = app.extensions["loo_container"].store
+    made = [c.post("/v1/tables", json={"seats": SEATS}) for _ in range(3)]
+    assert [r.status_code for r in made] == [201, 201, 201]
+    before = set(store.table_ids())
+    for _ in range(5):
+        assert_429(c.post("/v1/tables", json={"seats": SEATS}))
+        assert_429(c.post("/v1/clubs", json={"name": "Red Lion"}))  # the same budget
+    assert set(store.table_ids()) == before  # nothing was created
+    # Reads under their limit are unaffected, and so are the probes.
+    table = made[0].get_json()
+    for _ in range(20):
+        r = c.get(f"/v1/tables/{table['id']}",
+                  headers={"Authorization": f"Bearer {table['admin_token']}"})
+        assert r.status_code == 200
+    assert c.get("/healthz").status_code == 200
+    assert c.get("/readyz").status_code == 200
+
+
+def test_two_tokens_have_separate_budgets(limited: Any) -> None:
+    app = limited(LOO_RATE_LIMIT_CREATE="2/minute")
+    club = Club(app.test_client())
+    r = club.c.post("/v1/clubs", json={"name": "Red Lion"})
+    assert r.status_code == 201
+    cid, owner = r.get_json()["id"], r.get_json()["token"]
+    r = club.c.post(f"/v1/clubs/{cid}/tokens", json={"role": "scorer", "label": "s"},
+                    headers=Club.auth(owner))
+    scorer = r.get_json()["token"]
+
+    def new_table(token: str) -> Any:
+        return club.c.post(f"/v1/clubs/{cid}/tables", json={"seats": SEATS},
+                           headers=Club.auth(token))
+
+    assert [new_table(owner).status_code for _ in range(2)] == [201, 201]
+    assert_429(new_table(owner))
+    assert [new_table(scorer).status_code for _ in range(2)] == [201, 201]  # its own budget
+    assert_429(new_table(scorer))
+    # Reads with the owner's token still pass: another class, another budget.
+    assert club.c.get(f"/v1/clubs/{cid}", headers=Club.auth(owner)).status_code == 200
+
+
+def test_reads_have_their_own_limit_and_probes_have_none(limited: Any) -> None:
+    app = limited(LOO_RATE_LIMIT_READ="5/minute")
+    club = Club(app.test_client())
+    t = club.create()
+    assert [club.get(t).status_code for _ in range(5)] == [200] * 5
+    assert_429(club.get(t))
+    assert club.get(t, token=t.seats[0]).status_code == 200  # a seat token: its own budget
+    for _ in range(50):
+        assert club.c.get("/healthz").status_code == 200
+        assert club.c.get("/readyz").status_code == 200
+
+
+def test_limits_can_be_switched_off_and_bad_values_are_refused(limited: Any) -> None:
+    app = limited(LOO_RATE_LIMITS="off", LOO_RATE_LIMIT_CREATE_ADDRESS="1/minute")
+    c = app.test_client()
+    assert [c.post("/v1/tables", json={"seats": SEATS}).status_code
+            for _ in range(3)] == [201] * 3
+    with pytest.raises(ConfigError, match="LOO_RATE_LIMIT_READ"):
+        limited(LOO_RATE_LIMIT_READ="lots")
+
+
+@pytest.mark.redis
+def test_counters_are_kept_in_redis_when_configured(tmp_path: Any, redis_url: str) -> None:
+    """Two API processes (two apps) on one Redis share a budget; the keys carry the prefix."""
+    prefix = f"loo-rl-{uuid.uuid4().hex[:8]}"
+    settings = Settings(database_url=f"sqlite:///{tmp_path}/loo.db", redis_url=redis_url,
+                        queue_name=prefix)
+    apps, containers = [], []
+    for _ in range(2):
+        containers.append(bootstrap(settings))
+        apps.append(create_app(containers[-1], {"LOO_RATE_LIMIT_CREATE_ADDRESS": "3/minute"}))
+    try:
+        a, b = (x.test_client() for x in apps)
+        assert a.post("/v1/tables", json={"seats": SEATS}).status_code == 201
+        assert b.post("/v1/tables", json={"seats": SEATS}).status_code == 201
+        assert a.post("/v1/tables", json={"seats": SEATS}).status_code == 201
+        assert_429(b.post("/v1/tables", json={"seats": SEATS}))
+        keys = [k.decode() for k in redis.Redis.from_url(redis_url).keys(f"*{prefix}*")]
+        assert any("address:127.0.0.1" in k and "create" in k for k in keys), keys
+    finally:
+        for container in containers:
+            container.close()
