@@ -339,3 +339,16 @@ def bench_export(database_url: str | None, hands: int) -> None:
     export = bench_module("export")
 
     export.run(database_url or "", hands=hands, out=click.echo)
+
+
+@bench.command("standings")
+@click.option("--database-url", envvar="DATABASE_URL", default=None,
+              help="a postgresql:// database (a fresh schema, dropped after); "
+                   "unset: a fresh SQLite file")
+@click.option("--tables", type=click.IntRange(min=1), default=40, show_default=True)
+@click.option("--hands", type=click.IntRange(min=1), default=25, show_default=True)
+def bench_standings(database_url: str | None, tables: int, hands: int) -> None:
+    """A club's standings from the read model against folding every table per request."""
+    standings = bench_module("standings")
+
+    standings.run(database_url or "", tables=tables, hands=hands, out=click.echo)
