@@ -7,11 +7,13 @@ from typing import Any
 from flask import request
 from flask.views import MethodView
 
+from ledger.api import feeds
 from ledger.api.auth import ledger, require_admin, viewer_for
 from ledger.api.blueprint import Blueprint
 from ledger.app.audit import audit
+from ledger.app.feed import TableSource, table_events
 from ledger.app.projector import chip_ledger, project, score_sheet
-from ledger.app.views import Viewer, hand_view, live_hand, redact
+from ledger.app.views import Viewer, hand_view, live_hand
 from ledger.core.errors import Forbidden, Invalid, NotFound
 from schemas.requests import EventsQuery, ListQuery, ReplayQuery
 from schemas.responses import (
@@ -63,7 +65,7 @@ class HandRecord(MethodView):
         return {"number": number, "complete": state.hand is not None and not state.live,
                 "settled": state.settled,
                 "hand": hand_view(state, viewer, full=live != number),
-                "events": [redact(s, viewer, live) for s in mine]}
+                "events": table_events(ledger(), table_id, mine, viewer, live=live)}
 
 
 @blp.route("/<table_id>/hands/<int:number>/replay")
@@ -85,7 +87,8 @@ class Replay(MethodView):
         admin = Viewer(admin=True)
         # The live hand's seed stays secret until revealed, here as in /events.
         return {"step": step, "steps": len(mine),
-                "event": redact(mine[step - 1], admin, live_hand(p.table)) if step else None,
+                "event": table_events(ledger(), table_id, [mine[step - 1]], admin,
+                                      live=live_hand(p.table))[0] if step else None,
                 "state": {"pool": state.pool,
                           "balances": {str(s): b for s, b in enumerate(state.balances)},
                           "scores": {str(s): b for s, b in enumerate(state.scores)},
@@ -99,10 +102,15 @@ class Events(MethodView):
     @blp.arguments(EventsQuery, location="query")
     @blp.response(200, EventsOut)
     def get(self, query: dict[str, Any], table_id: str) -> Any:
-        """The table's events after version `after`, hidden tiles removed for seats."""
+        """The table's events after version `after`, hidden tiles removed for seats. With
+        Accept: text/event-stream: Server-Sent Events from position `after` (or the
+        Last-Event-ID header), following the table live (API.md Feeds)."""
         led = ledger()
         p = led.load(table_id)
         viewer = viewer_for(p)
+        if feeds.wants_sse():
+            return feeds.stream(led, TableSource(led, table_id, viewer),
+                                feeds.start_position(query["after"]))
         after, limit = query["after"], query["limit"]
         # Only events of the state `p` (redaction follows it, and a hand dealt since must not
         # pass as one already complete); `after` past the end reads nothing (and an integer
@@ -110,8 +118,7 @@ class Events(MethodView):
         stored = led.events(table_id, after_version=after,
                             up_to_version=min(after + limit, p.version)) \
             if after < p.version else []
-        live = live_hand(p.table)
-        return {"events": [redact(s, viewer, live) for s in stored],
+        return {"events": table_events(led, table_id, stored, viewer, live=live_hand(p.table)),
                 "next": stored[-1].version if stored else after}
 
 
