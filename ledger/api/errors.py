@@ -11,7 +11,16 @@ from flask import Flask, Response
 from werkzeug.exceptions import HTTPException
 
 from ledger.app.contract import IdempotencyConflict, StoreUnavailable, VersionConflict
-from ledger.core.errors import LedgerError
+from ledger.core.errors import (
+    BadRequest,
+    Conflict,
+    Forbidden,
+    Invalid,
+    LedgerError,
+    NotFound,
+    RuleViolation,
+    Unauthorized,
+)
 from ledger.web import error_page, wants_html
 
 log = logging.getLogger(__name__)
@@ -37,8 +46,29 @@ def _snake(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
 
 
+# Each kind of domain error as HTTP says it (the most specific kind first).
+HTTP: tuple[tuple[type[LedgerError], int, str], ...] = (
+    (RuleViolation, 422, "Rule violation"),
+    (Invalid, 422, "Unprocessable content"),
+    (Conflict, 409, "Conflict"),
+    (NotFound, 404, "Not found"),
+    (Forbidden, 403, "Forbidden"),
+    (Unauthorized, 401, "Unauthorized"),
+    (BadRequest, 400, "Bad request"),
+)
+
+
+def http_status(err: LedgerError) -> tuple[int, str]:
+    """(status, title) for a domain error; a kind nobody mapped is a plain 400."""
+    for kind, status, title in HTTP:
+        if isinstance(err, kind):
+            return status, title
+    return 400, "Bad request"
+
+
 def handle_ledger_error(err: LedgerError) -> Response:
-    return problem(err.status, err.code, err.title, err.detail, rule=err.rule, extra=err.extra)
+    status, title = http_status(err)
+    return problem(status, err.code, title, err.detail, rule=err.rule, extra=err.extra)
 
 
 def handle_version_conflict(err: VersionConflict) -> Response:
