@@ -21,7 +21,7 @@ from ledger.core.errors import (
     RuleViolation,
     Unauthorized,
 )
-from ledger.web import error_page, wants_html
+from ledger.web import error_page, guides, wants_html
 
 log = logging.getLogger(__name__)
 PROBLEM = "application/problem+json"
@@ -35,7 +35,9 @@ def problem(status: int, code: str, title: str, detail: str, *, rule: str | None
     body: dict[str, Any] = {"type": TYPE_BASE + code, "title": title, "status": status,
                             "detail": detail, "code": code}
     if rule is not None:
+        # The rule as the person refused can read it: a link into the rule book, its text.
         body["rule"] = rule
+        body.update(guides.rule(rule))
     body.update({k: v for k, v in (extra or {}).items() if k not in body})
     resp = Response(json.dumps(body), status=status, mimetype=PROBLEM)
     resp.headers.update(headers or {})
