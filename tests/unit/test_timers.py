@@ -34,7 +34,7 @@ class Clock:
 class Scheduler:
     """In-process follow-ups (as the embedded default) and a record of scheduled timers."""
 
-    in_process = True
+    mode = "inline"
 
     def __init__(self) -> None:
         self.ledger: Ledger | None = None
