@@ -43,6 +43,7 @@ class ProblemSchema(ma.Schema):
     code = ma.fields.String()
     rule = ma.fields.String()
     errors = ma.fields.Dict()
+    checks = ma.fields.Dict(metadata={"description": "/readyz: each dependency's state"})
 
 
 class LooApi(Api):
@@ -74,17 +75,25 @@ class Readyz(MethodView):
     @health.response(200, ReadyOut)
     @health.alt_response(503, schema=ProblemSchema, description="The store or queue is down")
     def get(self) -> Any:
-        """The store and the queue this process uses answer, and which they are."""
+        """The store and the queue this process uses answer, and which they are; 503 with
+        each dependency's state (`checks`) when one does not."""
         container: Container = current_app.extensions["loo_container"]
         out: dict[str, Any] = {}
+        down: list[str] = []
         for name, ping in (("store", container.store.ping), ("queue", container.dispatcher.ping)):
             try:
                 out[name] = ping()
             except Exception as err:  # any failure of a dependency means "not ready"
                 log.warning("readiness: %s: %s", name, one_line(err))
-                return errors.problem(503, f"{name}_unavailable", "Service unavailable",
-                                      f"the {name} does not answer: {one_line(err)}",
-                                      headers={"Retry-After": "5"})
+                out[name] = {"error": one_line(err)}
+                down.append(name)
+        if down:
+            return errors.problem(503, f"{down[0]}_unavailable", "Service unavailable",
+                                  "; ".join(f"the {n} does not answer: {out[n]['error']}"
+                                            for n in down),
+                                  headers={"Retry-After": "2"},
+                                  extra={"checks": {n: {"ok": n not in down, **v}
+                                                    for n, v in out.items()}})
         return out
 
 
