@@ -40,3 +40,4 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/loo bench store --database-url '$(BENCH_DATABASE_URL)'
 	$(BIN)/loo bench workers --database-url '$(BENCH_DATABASE_URL)' --redis-url '$(BENCH_REDIS_URL)'
 	$(BIN)/loo bench api --database-url '$(BENCH_DATABASE_URL)'
+	$(BIN)/loo bench standings --database-url '$(BENCH_DATABASE_URL)'

@@ -11,18 +11,14 @@ at most as much again as reading the events).
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 import time
-import uuid
 from collections.abc import Callable
 
 import orjson
 
+from bench.scratch import scratch
 from ledger.app.history import PAGE, table_history
 from ledger.app.service import Ledger
-from ledger.bootstrap import Settings, bootstrap
 from ledger.core import commands as c
 
 
@@ -46,22 +42,7 @@ def _best(fn: Callable[[], int], repeat: int) -> tuple[float, int]:
 
 def run(database_url: str = "", hands: int = 300, repeat: int = 3,
         out: Callable[[str], None] = print) -> None:
-    tmp = tempfile.mkdtemp(prefix="loo-bench-export-")
-    schema = None
-    if database_url.startswith("postgres"):
-        import psycopg
-
-        from bench.api import in_schema
-
-        schema = f"loo_bench_export_{uuid.uuid4().hex[:12]}"
-        with psycopg.connect(database_url, autocommit=True) as conn:
-            conn.execute(f"CREATE SCHEMA {schema}".encode())
-        url = in_schema(database_url, schema)
-    else:
-        url = f"sqlite:///{os.path.join(tmp, 'bench.db')}"
-    container = bootstrap(Settings(database_url=url,
-                                   checkpoint_key_file=os.path.join(tmp, "key")))
-    try:
+    with scratch(database_url, "export") as (container, url):
         led = container.ledger
         store = container.store
         start = time.perf_counter()
@@ -94,14 +75,6 @@ def run(database_url: str = "", hands: int = 300, repeat: int = 3,
         out(f"read bare: {read_rate:,.0f} hands/s ({events / read_s:,.0f} events/s)")
         out(f"export loo-hh: {export_rate:,.0f} hands/s")
         out(f"ratio export_vs_read {export_rate / read_rate:.2f} target 0.5")
-    finally:
-        if schema is not None:
-            import psycopg
-
-            with psycopg.connect(database_url, autocommit=True) as conn:
-                conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'.encode())
-        container.close()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -93,6 +93,15 @@ class OptionsIn(Strict):
         "minimum": 1, "maximum": 100000,
         "description": "the table closes itself (table_closed, reason max_hands) once this "
                        "many hands are settled; an all-bot pool table without it gets 100"})
+    hints = StrictBoolean(metadata={
+        "default": False,
+        "description": "seat tokens may ask GET /v1/tables/{id}/hint for the expert's move "
+                       "(shuffled tables only)"})
+    turn_seconds = fields.Integer(strict=True, metadata={
+        "minimum": 5, "maximum": 3600,
+        "description": "when the seat to act lets this many seconds pass, the service appends "
+                       "turn_timed_out and acts for it: drop where allowed, else its lowest "
+                       "legal play; a discard drops its lowest tiles (shuffled tables only)"})
 
 
 class CreateTableIn(Strict):

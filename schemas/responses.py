@@ -304,6 +304,14 @@ class BotOut(Open):
     description = fields.String()
 
 
+class HintOut(Open):
+    seat = fields.Integer()
+    action = fields.Dict(metadata={"description": "an action body as POST /actions takes it"})
+    why = fields.String(metadata={"description": "a short reason: the expected chips or "
+                                                 "points, and the next best action"})
+    version = fields.Integer(metadata={"description": "the table version the hint is for"})
+
+
 class BotsOut(Open):
     items = fields.List(fields.Nested(BotOut))
     next = fields.String(allow_none=True)

@@ -16,10 +16,11 @@ from ledger.api import idempotency as idem
 from ledger.api import lists
 from ledger.api.auth import ledger
 from ledger.api.blueprint import Blueprint
+from ledger.api.tables import create, created
 from ledger.api.writes import BODY_PARSER
 from ledger.app.clubs import Clubs, Loaded
 from ledger.app.service import token_hash
-from ledger.app.views import Viewer, live_hand, redact, table_view
+from ledger.app.views import Viewer, live_hand, redact
 from ledger.core import club as cl
 from ledger.core import commands as c
 from ledger.core.errors import Forbidden, Unauthorized
@@ -266,16 +267,13 @@ class ClubTablesResource(MethodView):
                             first_dealer=body["first_dealer"], deal=body["deal"],
                             options=body["options"], club=club_id, season=body["season"],
                             members=members)
-        led = ledger()
-        table_id, tokens, p = led.create_table(cmd)
+        # The table first (under the Idempotency-Key), then its link in the club's stream,
+        # which is idempotent: a retry with the same key after a failure in between finds
+        # the table and completes the link.
+        table_id, tokens, p = create(cmd)
         clubs().link_table(club_id, table_id, body["season"], members, p.table.opts.variant,
                            p.table.opts.scoring)
-        return {
-            "id": table_id, "admin_token": tokens["admin"], "version": p.version,
-            "seats": [{"seat": i, "name": n, "bot": b, "member": members[i],
-                       "token": tokens["seats"][i]} for i, (n, b) in enumerate(seats)],
-            "table": table_view(table_id, p, Viewer(admin=True)),
-        }
+        return created(table_id, tokens, p, seats, members)
 
     @blp.response(200, ListOut)
     def get(self, club_id: str) -> Any:
@@ -298,7 +296,7 @@ class ClubTablesResource(MethodView):
             items.append({"id": link.table_id, "variant": link.variant,
                           "scoring": link.scoring, "status": t.status, "season": link.season,
                           "created_at": link.created_at,
-                          "hands": len(t.voidable) if t.hand is not None else 0,
+                          "hands": settled_hands(t),
                           "seats": [{"seat": s, "name": t.names[s], "member": link.members[s]}
                                     for s in range(t.players)]})
         return lists.page(items, limit, offset)
@@ -325,11 +323,16 @@ class ImportResource(MethodView):
         table_id, tokens, p = ledger().import_table(the_plan)
         clubs().link_table(club_id, table_id, None, (None,) * p.table.players,
                            p.table.opts.variant, p.table.opts.scoring)
-        return {"id": table_id, "admin_token": tokens["admin"], "version": p.version,
-                "hands": len(the_plan.hands),
-                "seats": [{"seat": i, "name": p.table.names[i], "bot": None, "member": None,
-                           "token": tokens["seats"][i]} for i in range(p.table.players)],
-                "table": table_view(table_id, p, Viewer(admin=True))}
+        names = tuple((n, None) for n in p.table.names)
+        return created(table_id, tokens, p, names, (None,) * p.table.players,
+                       hands=len(the_plan.hands))
+
+
+def settled_hands(t: Any) -> int:
+    """Hands settled at the table and not voided (the live hand not yet)."""
+    if t.hand is None:
+        return 0
+    return t.hand.number - (0 if t.settled else 1) - len(t.voided)
 
 
 CSV_FIELDS = ("rank", "member", "name", "tables", "hands", "chips", "points", "games_won",

@@ -7,16 +7,17 @@ from typing import Any
 from flask import request
 from flask.views import MethodView
 
-from ledger.api.auth import acting_seat, authenticate
+from ledger.api.auth import acting_seat, authenticate, ledger, viewer_for
 from ledger.api.blueprint import Blueprint
 from ledger.api.writes import BODY_PARSER, write, write_response
+from ledger.app.hints import hint
 from ledger.app.projector import Projection
 from ledger.app.views import Viewer
 from ledger.core import commands as c
-from ledger.core.errors import Invalid
+from ledger.core.errors import Forbidden, Invalid
 from ledger.core.rules.actions import Action, Decide, Discard, Play
 from schemas.requests import ActionIn, StartHandIn, VoidIn
-from schemas.responses import ActionOut
+from schemas.responses import ActionOut, HintOut
 
 blp = Blueprint("play", __name__, url_prefix="/v1/tables",
                 description="Start hands and act: decide, discard, play.")
@@ -106,6 +107,27 @@ class Actions(MethodView):
         if viewer.admin:
             out["seat"] = seat_box[0] if seat_box else body.get("seat")
         return out
+
+
+@blp.route("/<table_id>/hint")
+class Hint(MethodView):
+    @blp.response(200, HintOut)
+    @blp.alt_response(403, description="hints_off: the table was created without "
+                      "options.hints; read_only_token: a spectator token")
+    @blp.alt_response(422, description="seat_token_required: hints are for a seat (the admin "
+                      "token sees every hand); not_your_turn: the seat is not to act now")
+    def get(self, table_id: str) -> Any:
+        """The expert's action for your seat now (seat tokens, options.hints: true): an
+        action body as POST /actions takes it, and a short `why`. The expert plays from the
+        seat's view only: the hint names no tile the seat cannot see."""
+        p = ledger().load(table_id)
+        viewer = viewer_for(p)
+        if viewer.spectator:
+            raise Forbidden("read_only_token", "a spectator token only reads this table")
+        if viewer.admin or viewer.seat is None:
+            raise Invalid("seat_token_required", "hints are for a seat: ask with that seat's "
+                          "token (the admin token sees every hand)")
+        return hint(p, viewer.seat)
 
 
 @blp.route("/<table_id>/hands/<int:number>/void")

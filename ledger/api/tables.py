@@ -12,6 +12,7 @@ from ledger.api.auth import authenticate, ledger, viewer_for
 from ledger.api.blueprint import Blueprint
 from ledger.api.writes import BODY_PARSER, first_answer, write, write_response
 from ledger.app.contract import IdempotentResult
+from ledger.app.projector import Projection
 from ledger.app.service import token_hash
 from ledger.app.views import Viewer, table_view
 from ledger.core import commands as c
@@ -47,20 +48,35 @@ class Tables(MethodView):
         cmd = c.CreateTable(variant=body["variant"], scoring=body["scoring"], seats=seats,
                             first_dealer=body["first_dealer"], deal=body["deal"],
                             options=body["options"])
-        key = idem.key()
-        request_hash = idem.fingerprint(None, request.get_json(silent=True)) if key else None
-        led = ledger()
-        table_id, tokens, p = led.create_table(cmd, idempotency_key=key,
-                                               request_hash=request_hash)
-        found = led.store.idempotent_result(table_id, key) if key else None
-        if found is not None:  # a repeat answers as the first request was answered
-            p, _ = first_answer(led, table_id, found)
-        return {
-            "id": table_id, "admin_token": tokens["admin"], "version": p.version,
-            "seats": [{"seat": i, "name": n, "bot": b, "token": tokens["seats"][i]}
-                      for i, (n, b) in enumerate(seats)],
-            "table": table_view(table_id, p, Viewer(admin=True)),
-        }
+        table_id, tokens, p = create(cmd)
+        return created(table_id, tokens, p, seats)
+
+
+def create(cmd: c.CreateTable) -> tuple[str, dict[str, Any], Projection]:
+    """Create the table under the request's Idempotency-Key: a repeat finds the same table
+    and tokens, and the table as the first request was answered."""
+    key = idem.key()
+    request_hash = idem.fingerprint(None, request.get_json(silent=True)) if key else None
+    led = ledger()
+    table_id, tokens, p = led.create_table(cmd, idempotency_key=key, request_hash=request_hash)
+    found = led.store.idempotent_result(table_id, key) if key else None
+    if found is not None:  # a repeat answers as the first request was answered
+        p, _ = first_answer(led, table_id, found)
+    return table_id, tokens, p
+
+
+def created(table_id: str, tokens: dict[str, Any], p: Projection,
+            seats: tuple[tuple[str, str | None], ...],
+            members: tuple[str | None, ...] | None = None, **extra: Any) -> dict[str, Any]:
+    """The answer to a table's creation, plain or club (API.md Tables): its tokens shown once;
+    a club table's seats name their members."""
+    return {
+        "id": table_id, "admin_token": tokens["admin"], "version": p.version,
+        "seats": [{"seat": i, "name": n, "bot": b, "token": tokens["seats"][i]}
+                  | ({} if members is None else {"member": members[i]})
+                  for i, (n, b) in enumerate(seats)],
+        "table": table_view(table_id, p, Viewer(admin=True)),
+    } | extra
 
 
 @blp.route("/<table_id>")

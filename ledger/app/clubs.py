@@ -15,6 +15,7 @@ from typing import Any
 
 from ledger.app.projector import chip_ledger, decode, project, score_sheet
 from ledger.app.service import Ledger, token_hash
+from ledger.app.standings import StandingsProjector, standings_rows
 from ledger.core import club as cl
 from ledger.core import events as ev
 from ledger.core.errors import NotFound
@@ -36,6 +37,7 @@ class Clubs:
     def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
         self.store = ledger.store
+        self.projector = StandingsProjector(ledger.store)
 
     # ---- ids and secrets -------------------------------------------------------------------
     def _derive(self, label: str, key: str | None) -> bytes:
@@ -142,33 +144,30 @@ class Clubs:
 
     def standings(self, loaded: Loaded, season: str | None = None, variant: str | None = None,
                   scoring: str | None = None) -> dict[str, Any]:
-        """One row per member who sat at a matching table, every figure from the events."""
-        rows: dict[str, dict[str, Any]] = {}
-        as_of = 0
+        """One row per member who sat at a matching table, from the standings read model
+        (ledger/app/standings.py), caught up to the latest event first."""
+        as_of, rows = self.projector.rows(loaded.id)
+        names = {m.id: m.name for m in loaded.club.members}
+        return {"as_of": as_of, "rows": standings_rows(rows, names, season, variant, scoring)}
+
+    def standings_by_scan(self, loaded: Loaded, season: str | None = None,
+                          variant: str | None = None, scoring: str | None = None,
+                          ) -> dict[str, Any]:
+        """The same rows folded from every matching table (the read model's oracle in the
+        tests; a scan of every table, never used to answer a request)."""
+        rows = []
         for link in self._tables(loaded, season, variant, scoring):
             stored = self.store.load(link.table_id)
             if not stored:
                 continue
-            as_of = max(as_of, max(s.position for s in stored))
             figures = table_figures(stored)
             for seat, mid in enumerate(link.members):
-                if mid is None:
-                    continue
-                row = rows.setdefault(mid, {"member": mid, "tables": 0, "hands": 0, "chips": 0,
-                                            "points": 0, "games_won": 0, "tricks": 0,
-                                            "loos": 0, "looed_chips": 0})
-                row["tables"] += 1
-                for k, v in figures[seat].items():
-                    row[k] += v
+                if mid is not None:
+                    rows.append({"member": mid, "season": link.season,
+                                 "variant": link.variant, "scoring": link.scoring}
+                                | figures[seat])
         names = {m.id: m.name for m in loaded.club.members}
-        out = [r | {"name": names.get(r["member"], "")} for r in rows.values()]
-        if scoring == "points":
-            out.sort(key=lambda r: (-r["games_won"], -r["points"], r["name"], r["member"]))
-        else:
-            out.sort(key=lambda r: (-r["chips"], -r["games_won"], r["name"], r["member"]))
-        for i, r in enumerate(out, 1):
-            r["rank"] = i
-        return {"as_of": as_of, "rows": out}
+        return {"rows": standings_rows(rows, names, season, variant, scoring)}
 
     def member_ledger(self, loaded: Loaded, mid: str, season: str | None = None,
                       ) -> dict[str, Any]:
@@ -219,6 +218,6 @@ def table_figures(stored: list[Any]) -> list[dict[str, int]]:
     if t.opts.scoring == "points":
         for seat in range(n):
             out[seat]["points"] = t.scores[seat]
-    if t.winner is not None and t.status == "finished":
+    if t.winner is not None:  # a won game stays won when its table is closed afterwards
         out[t.winner]["games_won"] += 1
     return out

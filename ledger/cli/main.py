@@ -272,6 +272,21 @@ def bench_engine(seconds: float) -> None:
     engine.run(seconds=seconds, out=click.echo)
 
 
+@bench.command("bots")
+@click.option("--hands", type=click.IntRange(min=16), default=2000, show_default=True,
+              help="hands per pair of policies (rounded up to whole duplicate samples)")
+@click.option("--samples", type=click.IntRange(min=1), default=48, show_default=True,
+              help="the expert's guesses a move in this bench")
+@click.option("--budget-ms", type=click.FloatRange(min=1), default=None,
+              help="the expert's time budget a move [default: none: exactly --samples "
+                   "guesses, so the run is reproducible]")
+def bench_bots(hands: int, samples: int, budget_ms: float | None) -> None:
+    """Bots: duplicate matches expert/heuristic/random, chips per hand with 95% CIs."""
+    bots = bench_module("bots")
+
+    bots.run(hands=hands, budget_ms=budget_ms, samples=samples, out=click.echo)
+
+
 @bench.command("store")
 @click.option("--database-url", envvar="DATABASE_URL", default=None,
               help="a postgresql:// database for the PostgreSQL parts [default: $DATABASE_URL]")
@@ -324,3 +339,16 @@ def bench_export(database_url: str | None, hands: int) -> None:
     export = bench_module("export")
 
     export.run(database_url or "", hands=hands, out=click.echo)
+
+
+@bench.command("standings")
+@click.option("--database-url", envvar="DATABASE_URL", default=None,
+              help="a postgresql:// database (a fresh schema, dropped after); "
+                   "unset: a fresh SQLite file")
+@click.option("--tables", type=click.IntRange(min=1), default=40, show_default=True)
+@click.option("--hands", type=click.IntRange(min=1), default=25, show_default=True)
+def bench_standings(database_url: str | None, tables: int, hands: int) -> None:
+    """A club's standings from the read model against folding every table per request."""
+    standings = bench_module("standings")
+
+    standings.run(database_url or "", tables=tables, hands=hands, out=click.echo)

@@ -107,6 +107,28 @@ class EventStore(Protocol):
         """The table's saved checkpoints, by increasing version."""
         ...
 
+    # Read models: derived rows a projector keeps up to date from the global position (the
+    # store neither knows nor checks what they mean; the events stay the only truth).
+    def read_model_position(self, name: str) -> int:
+        """The global position the model `name` has folded up to (0: nothing yet)."""
+        ...
+
+    def read_model_rows(self, name: str, scope: str,
+                        keys: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+        """The model's rows in `scope` (only `keys`, when given), by key."""
+        ...
+
+    def save_read_model(self, name: str, from_position: int, to_position: int,
+                        rows: dict[tuple[str, str], dict[str, Any]]) -> bool:
+        """Upsert rows {(scope, key): data} and move the model from `from_position` to
+        `to_position`, atomically; False (nothing saved) when another projector moved it
+        first."""
+        ...
+
+    def reset_read_model(self, name: str) -> None:
+        """Forget the model's rows and position (it is rebuilt from the first event)."""
+        ...
+
     def server_secret(self) -> bytes:
         """This deployment's random secret: the same for every process on the database."""
         ...

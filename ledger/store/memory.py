@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import threading
 from collections.abc import Sequence
@@ -28,6 +29,8 @@ class MemoryStore:
         self._keys: dict[tuple[str, str], IdempotentResult] = {}
         self._secret = os.urandom(32)
         self._checkpoints: dict[str, dict[int, dict[str, Any]]] = {}
+        self._positions: dict[str, int] = {}
+        self._rows: dict[tuple[str, str, str], dict[str, Any]] = {}
 
     def upgrade(self) -> None:
         return None
@@ -86,6 +89,33 @@ class MemoryStore:
         with self._lock:
             found = self._checkpoints.get(table_id, {})
             return [dict(found[v]) for v in sorted(found)]
+
+    def read_model_position(self, name: str) -> int:
+        with self._lock:
+            return self._positions.get(name, 0)
+
+    def read_model_rows(self, name: str, scope: str,
+                        keys: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+        with self._lock:
+            wanted = None if keys is None else set(keys)
+            return {k: copy.deepcopy(v) for (n, s, k), v in self._rows.items()
+                    if n == name and s == scope and (wanted is None or k in wanted)}
+
+    def save_read_model(self, name: str, from_position: int, to_position: int,
+                        rows: dict[tuple[str, str], dict[str, Any]]) -> bool:
+        with self._lock:
+            if self._positions.get(name, 0) != from_position:
+                return False
+            for (scope, key), data in rows.items():
+                self._rows[(name, scope, key)] = copy.deepcopy(data)
+            self._positions[name] = to_position
+            return True
+
+    def reset_read_model(self, name: str) -> None:
+        with self._lock:
+            self._positions.pop(name, None)
+            for k in [k for k in self._rows if k[0] == name]:
+                del self._rows[k]
 
     def server_secret(self) -> bytes:
         return self._secret

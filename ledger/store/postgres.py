@@ -300,6 +300,50 @@ class PostgresStore:
                                 " ORDER BY version", (table_id,)).fetchall()
         return [json.loads(r[0]) for r in rows]
 
+    # ---- read models ----------------------------------------------------------------------
+    def read_model_position(self, name: str) -> int:
+        with self._conn() as conn:
+            row = conn.execute("SELECT position FROM read_model_positions WHERE name = %s",
+                               (name,)).fetchone()
+        return row[0] if row else 0
+
+    def read_model_rows(self, name: str, scope: str,
+                        keys: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+        with self._conn() as conn:
+            if keys is None:
+                rows = conn.execute("SELECT key, data FROM read_model_rows"
+                                    " WHERE name = %s AND scope = %s", (name, scope)).fetchall()
+            else:
+                rows = conn.execute("SELECT key, data FROM read_model_rows WHERE name = %s"
+                                    " AND scope = %s AND key = ANY(%s)",
+                                    (name, scope, list(keys))).fetchall()
+        return {key: json.loads(data) for key, data in rows}
+
+    def save_read_model(self, name: str, from_position: int, to_position: int,
+                        rows: dict[tuple[str, str], dict[str, Any]]) -> bool:
+        with self._conn() as conn, conn.transaction():
+            # The row lock of the position serialises projectors of one model.
+            conn.execute("INSERT INTO read_model_positions VALUES (%s, 0)"
+                         " ON CONFLICT DO NOTHING", (name,))
+            row = conn.execute("SELECT position FROM read_model_positions WHERE name = %s"
+                               " FOR UPDATE", (name,)).fetchone()
+            if row is None or row[0] != from_position:
+                return False
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO read_model_rows VALUES (%s, %s, %s, %s) ON CONFLICT"
+                    " (name, scope, key) DO UPDATE SET data = EXCLUDED.data",
+                    [(name, scope, key, canonical_json(data))
+                     for (scope, key), data in rows.items()])
+            conn.execute("UPDATE read_model_positions SET position = %s WHERE name = %s",
+                         (to_position, name))
+        return True
+
+    def reset_read_model(self, name: str) -> None:
+        with self._conn() as conn, conn.transaction():
+            conn.execute("DELETE FROM read_model_rows WHERE name = %s", (name,))
+            conn.execute("DELETE FROM read_model_positions WHERE name = %s", (name,))
+
     def server_secret(self) -> bytes:
         if self._secret is None:
             with self._conn() as conn:

@@ -121,4 +121,18 @@ CREATE TABLE checkpoints (
 CREATE TRIGGER checkpoints_append_only BEFORE UPDATE OR DELETE ON checkpoints
     FOR EACH ROW EXECUTE FUNCTION loo_refuse_change();
 """),
+    # Read models (see sqlite_schema.py): derived rows, replaced as the model catches up.
+    (4, """
+CREATE TABLE read_model_positions (
+    name     text   PRIMARY KEY,
+    position bigint NOT NULL
+);
+CREATE TABLE read_model_rows (
+    name  text NOT NULL,
+    scope text NOT NULL,
+    key   text NOT NULL,
+    data  text NOT NULL,
+    PRIMARY KEY (name, scope, key)
+);
+"""),
 ]

@@ -184,6 +184,56 @@ class SqliteStore:
                                 " ORDER BY version", (table_id,)).fetchall()
         return [load_json(r[0]) for r in rows]
 
+    # ---- read models ----------------------------------------------------------------------
+    def read_model_position(self, name: str) -> int:
+        with self._conn() as conn:
+            row = conn.execute("SELECT position FROM read_model_positions WHERE name = ?",
+                               (name,)).fetchone()
+        return row[0] if row else 0
+
+    def read_model_rows(self, name: str, scope: str,
+                        keys: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+        sql = "SELECT key, data FROM read_model_rows WHERE name = ? AND scope = ?"
+        params: list[Any] = [name, scope]
+        out: dict[str, dict[str, Any]] = {}
+        with self._conn() as conn:
+            if keys is None:
+                rows = conn.execute(sql, params).fetchall()
+            else:
+                rows = []
+                keys = list(keys)
+                for i in range(0, len(keys), 500):  # under SQLite's bound-parameter limit
+                    chunk = keys[i:i + 500]
+                    rows += conn.execute(sql + f" AND key IN ({','.join('?' * len(chunk))})",
+                                         params + chunk).fetchall()
+        for key, data in rows:
+            out[key] = load_json(data)
+        return out
+
+    def save_read_model(self, name: str, from_position: int, to_position: int,
+                        rows: dict[tuple[str, str], dict[str, Any]]) -> bool:
+        with self._conn() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            row = conn.execute("SELECT position FROM read_model_positions WHERE name = ?",
+                               (name,)).fetchone()
+            if (row[0] if row else 0) != from_position:
+                conn.execute("ROLLBACK")
+                return False
+            conn.executemany("INSERT OR REPLACE INTO read_model_rows VALUES (?, ?, ?, ?)",
+                             [(name, scope, key, canonical_json(data))
+                              for (scope, key), data in rows.items()])
+            conn.execute("INSERT OR REPLACE INTO read_model_positions VALUES (?, ?)",
+                         (name, to_position))
+            conn.execute("COMMIT")
+        return True
+
+    def reset_read_model(self, name: str) -> None:
+        with self._conn() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("DELETE FROM read_model_rows WHERE name = ?", (name,))
+            conn.execute("DELETE FROM read_model_positions WHERE name = ?", (name,))
+            conn.execute("COMMIT")
+
     def server_secret(self) -> bytes:
         if self._secret is None:
             with self._conn() as conn:

@@ -54,4 +54,18 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
         *(f"CREATE TRIGGER checkpoints_no_{op.lower()} BEFORE {op} ON checkpoints "
           + _REFUSE.format(table="checkpoints", op=op) for op in ("UPDATE", "DELETE")),
     ]),
+    # Read models (projections kept up to date from the global position, e.g. club
+    # standings): rows of JSON by (name, scope, key) and each model's position. Derived data,
+    # rebuilt from the events at will: the one place rows are replaced (never the events).
+    (4, [
+        """CREATE TABLE read_model_positions (
+            name     TEXT    PRIMARY KEY,
+            position INTEGER NOT NULL)""",
+        """CREATE TABLE read_model_rows (
+            name  TEXT NOT NULL,
+            scope TEXT NOT NULL,
+            key   TEXT NOT NULL,
+            data  TEXT NOT NULL,  -- JSON
+            PRIMARY KEY (name, scope, key))""",
+    ]),
 ]

@@ -305,3 +305,53 @@ def test_club_history_streams_every_complete_hand_of_its_tables(club: Club):
     assert {d["table"]["id"] for d in only} == {a.id}
     assert lg.get("/history?until=2000-01-01").data == b""
     assert lg.get("/history?since=yesterday").status_code == 422
+
+
+def test_a_club_table_created_twice_with_one_idempotency_key_is_one_table(club: Club):
+    lg = League(club)
+    ms = [lg.member(n) for n in ("Ann", "Bob", "Cat", "Dan")]
+    body = {"seats": [{"member": m} for m in ms], "first_dealer": 0, "deal": "results"}
+    h = lg.h(lg.scorer) | {"Idempotency-Key": "evening-1-table-1"}
+    first = club.c.post(lg.url("/tables"), json=body, headers=h)
+    again = club.c.post(lg.url("/tables"), json=body, headers=h)
+    assert first.status_code == again.status_code == 201
+    assert again.get_json() == first.get_json()  # same id, same tokens, same table
+    listed = lg.get("/tables").get_json()["items"]
+    assert [t["id"] for t in listed] == [first.get_json()["id"]]
+    other = club.c.post(lg.url("/tables"), json=body | {"first_dealer": 1}, headers=h)
+    club.problem(other, 409, "idempotency_conflict")
+    assert len(lg.get("/tables").get_json()["items"]) == 1
+
+
+def test_a_retry_completes_the_club_link_a_failure_cut_off(club: Club, app, monkeypatch):
+    from ledger.app.clubs import Clubs
+    from ledger.store.base import StoreUnavailable
+
+    lg = League(club)
+    ms = [lg.member(n) for n in ("Ann", "Bob", "Cat", "Dan")]
+    body = {"seats": [{"member": m} for m in ms], "first_dealer": 0, "deal": "results"}
+    h = lg.h(lg.scorer) | {"Idempotency-Key": "cut-off"}
+    real = Clubs.link_table
+
+    def down(self, *args, **kwargs):
+        raise StoreUnavailable("the database went away between the two appends")
+
+    monkeypatch.setattr(Clubs, "link_table", down)
+    club.problem(club.c.post(lg.url("/tables"), json=body, headers=h), 503)
+    assert lg.get("/tables").get_json()["items"] == []
+    monkeypatch.setattr(Clubs, "link_table", real)
+    r = club.c.post(lg.url("/tables"), json=body, headers=h)
+    assert r.status_code == 201, r.get_json()
+    assert [t["id"] for t in lg.get("/tables").get_json()["items"]] == [r.get_json()["id"]]
+
+
+def test_the_club_table_list_counts_every_settled_hand_past_the_correction_window(club: Club):
+    lg = League(club)
+    ms = [lg.member(n) for n in ("Ann", "Bob", "Cat", "Dan")]
+    t = lg.table(ms, deal="results")
+    for _ in range(70):  # more than the 64 hands a correction can reach back
+        r = club.start(t, {"result": RESULT_A})
+        assert r.status_code == 200, r.get_json()
+    assert club.post(t, "/hands/70/void", {"reason": "typo"}).status_code == 200
+    (item,) = lg.get("/tables").get_json()["items"]
+    assert item["hands"] == 69

@@ -62,6 +62,17 @@ def test_bots_play_their_turns_in_process(club: Club):
     assert bot_moves
 
 
+def test_expert_seats_play_their_turns_in_process(club: Club):
+    """issue 18: a person against three experts; each expert move is caused by the expert."""
+    seats = [{"name": "Ann"}] + [{"name": f"E{i}", "bot": "expert"} for i in (1, 2, 3)]
+    t = club.create(seats=seats, first_dealer=0)
+    assert [s["bot"] for s in club.view(t)["seats"]] == [None, "expert", "expert", "expert"]
+    play_out(club, t, 1, random.Random(6))
+    events = club.get(t, path="/events?limit=1000").get_json()["events"]
+    assert [e for e in events if (e["causation"] or "").startswith("bot:expert@1")]
+    assert club.get(t, path="/audit").get_json()["ok"]
+
+
 def hidden_from(admin_view: dict, seat: int) -> set[str]:
     """Tiles `seat` must not see in this state (empty once the hand is complete)."""
     hand = admin_view["hand"]

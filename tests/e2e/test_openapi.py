@@ -17,6 +17,7 @@ ROUTES = [
     ("get", "/v1/tables/{table_id}/checkpoints"), ("get", "/v1/checkpoints/key"),
     ("get", "/v1/tables/{table_id}/hands/{number}/history"),
     ("get", "/v1/tables/{table_id}/history"), ("get", "/v1/schemas/loo-hh-1.0.json"),
+    ("get", "/v1/bots"), ("get", "/v1/tables/{table_id}/hint"),
 ]
 
 
@@ -104,7 +105,8 @@ def test_declared_option_bounds_are_what_the_rules_enforce(club: Club):
         if step > 1:
             assert not accepted(wrap(name, low + step + 1)), name
         checked += 1
-    assert checked == 6  # ante, dealer_ante, lead_trump_threshold, target, max_hands, multiplier
+    assert checked == 7  # ante, dealer_ante, lead_trump_threshold, target, max_hands,
+    # turn_seconds, multiplier
 
 
 def test_declared_bots_are_the_policies(club: Club):

@@ -66,3 +66,15 @@ def test_bench_export_prints_its_ratio_and_cleans_up(pg_url: str, backend: str) 
     assert RATIO.match(lines[-1]) and lines[-1].startswith("ratio export_vs_read ")
     assert _ratios(lines)["export_vs_read"] > 0
     assert _schemas(pg_url, "loo_bench_export_%") == []
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_bench_standings_prints_its_ratio_and_cleans_up(pg_url: str, backend: str) -> None:
+    from bench import standings
+
+    lines: list[str] = []
+    standings.run(pg_url if backend == "postgres" else "", tables=3, hands=4, seconds=0.05,
+                  out=lines.append)
+    assert RATIO.match(lines[-1]) and lines[-1].startswith("ratio standings_vs_scan ")
+    assert _ratios(lines)["standings_vs_scan"] > 0
+    assert _schemas(pg_url, "loo_bench_standings_%") == []

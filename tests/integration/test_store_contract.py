@@ -264,3 +264,26 @@ def test_postgres_checked_insert_falls_back_to_loo_append_on_a_wrong_cached_hash
     with pytest.raises(VersionConflict) as err:  # and a stale version, with the cache right
         store.append(t, events(1), 4)
     assert err.value.actual == 5
+
+
+def test_read_model_rows_and_position_move_together_or_not_at_all(backend: Backend) -> None:
+    store, name = backend.store, f"model-{uuid.uuid4().hex}"
+    assert store.read_model_position(name) == 0
+    assert store.read_model_rows(name, "club_a") == {}
+    assert store.save_read_model(name, 0, 10, {("club_a", "t:0"): {"chips": 5, "m": ["x"]},
+                                               ("club_a", "t:1"): {"chips": -5},
+                                               ("club_b", "t:0"): {"chips": 1}})
+    assert store.read_model_position(name) == 10
+    assert store.read_model_rows(name, "club_a") == {"t:0": {"chips": 5, "m": ["x"]},
+                                                     "t:1": {"chips": -5}}
+    assert store.read_model_rows(name, "club_a", ["t:1", "t:9"]) == {"t:1": {"chips": -5}}
+    # A stale projector (it started from 0, another moved the model to 10) saves nothing.
+    assert not store.save_read_model(name, 0, 20, {("club_a", "t:0"): {"chips": 99}})
+    assert store.read_model_rows(name, "club_a", ["t:0"]) == {"t:0": {"chips": 5, "m": ["x"]}}
+    assert store.save_read_model(name, 10, 20, {("club_a", "t:0"): {"chips": 7}})
+    assert store.read_model_rows(name, "club_a", ["t:0"]) == {"t:0": {"chips": 7}}
+    assert store.read_model_position(name) == 20
+    other = f"model-{uuid.uuid4().hex}"  # models are apart
+    assert store.read_model_position(other) == 0 and store.read_model_rows(other, "club_a") == {}
+    store.reset_read_model(name)
+    assert store.read_model_position(name) == 0 and store.read_model_rows(name, "club_a") == {}

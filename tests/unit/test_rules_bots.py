@@ -49,7 +49,7 @@ def run_bots(policies: list[str], hands: int, seed: int, variant: str = "loo",
 
 
 def test_s10_policies_take_a_seat_view_never_the_state():
-    assert set(POLICIES) == {"random", "heuristic"}
+    assert set(POLICIES) == {"random", "heuristic", "expert"}
     for name, (policy, version) in POLICIES.items():
         hints = typing.get_type_hints(policy)
         assert hints["view"] is SeatView, name

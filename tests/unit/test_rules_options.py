@@ -25,7 +25,31 @@ def test_s8_defaults():
     assert o.deal == "shuffled"
     assert o.penalty_cap() is None
     assert o.to_dict() == {"ante": 5, "dealer_ante": 5, "loo_penalty": {"mode": "uncapped"},
-                           "lead_trump_threshold": 2, "target": 15, "auto_deal": True}
+                           "lead_trump_threshold": 2, "target": 15, "auto_deal": True,
+                           "hints": False}
+    assert o.hints is False and o.turn_seconds is None
+
+
+@pytest.mark.parametrize(("options", "field"), [
+    ({"hints": 1}, "hints"), ({"hints": "yes"}, "hints"), ({"turn_seconds": 4}, "turn_seconds"),
+    ({"turn_seconds": 3601}, "turn_seconds"), ({"turn_seconds": 5.5}, "turn_seconds"),
+    ({"turn_seconds": True}, "turn_seconds"), ({"turn_seconds": "60"}, "turn_seconds")])
+def test_hints_and_turn_seconds_are_validated(options, field):
+    with pytest.raises(Invalid) as err:
+        make_options("loo", "pool", 4, options)
+    assert err.value.extra["field"] == field
+
+
+def test_hints_and_turn_seconds_round_trip_and_need_a_shuffled_table():
+    o = make_options("loo", "pool", 4, {"hints": True, "turn_seconds": 5})
+    assert (o.hints, o.turn_seconds) == (True, 5)
+    assert o.to_dict()["hints"] is True and o.to_dict()["turn_seconds"] == 5
+    assert make_options("loo", "pool", 4, o.to_dict()) == o
+    assert make_options("loo", "pool", 4, {"turn_seconds": 3600}).turn_seconds == 3600
+    for deal in ("recorded", "results"):
+        for options in ({"hints": True}, {"turn_seconds": 60}):
+            with pytest.raises(Invalid):
+                make_options("loo", "pool", 4, options, deal)
 
 
 def test_s8_options_round_trip_through_to_dict():

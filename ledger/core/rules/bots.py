@@ -3,29 +3,24 @@
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable
 
+from ledger.core.rules import mc
 from ledger.core.rules.actions import Action, Decide, Discard, Play
-from ledger.core.rules.tiles import DOUBLE, Tile, follows, is_trump, rank, suits_of, trick_winner
+from ledger.core.rules.mc import hand_strength, tile_value
+from ledger.core.rules.tiles import DOUBLE, follows, is_trump, trick_winner
 from ledger.core.rules.view import SeatView
 
 Policy = Callable[[SeatView, list[Action], random.Random], Action]
+
+EXPERT_BUDGET_MS = 200  # API.md: the expert plays with a time budget per move
+EXPERT_MAX_SAMPLES = 400  # ... and never more guesses than this, however fast
 
 
 def random_policy(view: SeatView, legal: list[Action], rng: random.Random) -> Action:
     """Uniform over the legal actions."""
     return rng.choice(legal)
-
-
-def tile_value(t: Tile, trump: int) -> float:
-    """Rough trick-taking strength: any trump beats any plain tile; doubles top their suit."""
-    if is_trump(t, trump):
-        return 10 + rank(t, trump)
-    return max(rank(t, s) for s in suits_of(t, trump)) / 2
-
-
-def hand_strength(tiles: tuple[Tile, ...] | list[Tile], trump: int) -> float:
-    return sum(tile_value(t, trump) for t in tiles)
 
 
 def heuristic_policy(view: SeatView, legal: list[Action], rng: random.Random) -> Action:
@@ -94,13 +89,44 @@ def _play(view: SeatView, legal: list[Action]) -> Action:
     return min(pool, key=lambda a: tile_value(a.tile, trump))
 
 
+def expert(budget_ms: float | None = EXPERT_BUDGET_MS,
+           max_samples: int = EXPERT_MAX_SAMPLES) -> Policy:
+    """The expert with its own budget: `budget_ms=None` plays exactly `max_samples` guesses,
+    a deterministic function of the view and the rng (what tests and benches use)."""
+
+    def expert_policy(view: SeatView, legal: list[Action], rng: random.Random) -> Action:
+        return expert_estimate(view, legal, rng, budget_ms, max_samples).action
+
+    return expert_policy
+
+
+def expert_estimate(view: SeatView, legal: list[Action], rng: random.Random,
+                    budget_ms: float | None = EXPERT_BUDGET_MS,
+                    max_samples: int = EXPERT_MAX_SAMPLES) -> mc.Estimate:
+    """Determinized Monte Carlo from the seat's view (ledger/core/rules/mc.py)."""
+    clock = time.perf_counter
+    deadline = None if budget_ms is None else clock() + budget_ms / 1000
+    return mc.search(view, legal, rng, max_samples=max_samples, deadline=deadline, clock=clock)
+
+
+def expert_policy(view: SeatView, legal: list[Action], rng: random.Random) -> Action:
+    """Samples the tiles it cannot see (consistently with everything its seat has seen),
+    plays every legal action out with the heuristic for all seats, takes the best mean."""
+    return expert_estimate(view, legal, rng).action
+
+
 DESCRIPTIONS = {
     "random": "plays a uniformly random legal action (a baseline)",
     "heuristic": "misses or drops weak hands, wins with its cheapest winner, keeps trumps "
                  "and avoids the loo",
+    "expert": f"determinized Monte Carlo from its seat's view only: guesses the hidden tiles "
+              f"consistently with what its seat has seen, plays each legal action out with "
+              f"the heuristic, and takes the best expected chips or points "
+              f"({EXPERT_BUDGET_MS} ms and at most {EXPERT_MAX_SAMPLES} guesses a move)",
 }
 
 POLICIES: dict[str, tuple[Policy, str]] = {
     "random": (random_policy, "1"),
     "heuristic": (heuristic_policy, "1"),
+    "expert": (expert_policy, "1"),
 }

@@ -11,6 +11,7 @@ VARIANTS = ("loo", "rounce")
 SCORINGS = ("pool", "points")
 PENALTY_MODES = ("uncapped", "fixed", "capped")
 DEAL_MODES = ("shuffled", "recorded", "results")
+TURN_SECONDS = (5, 3600)  # API.md: options.turn_seconds
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +30,8 @@ class Options:
     auto_deal: bool = True
     deal: str = "shuffled"
     max_hands: int | None = None  # the table closes itself once this many hands are settled
+    hints: bool = False  # a seat may ask for the expert's move (GET /v1/tables/{id}/hint)
+    turn_seconds: int | None = None  # the service acts for a seat that lets this many pass
 
     @property
     def is_rounce(self) -> bool:
@@ -73,7 +76,9 @@ class Options:
             "lead_trump_threshold": self.lead_trump_threshold,
             "target": self.target,
             "auto_deal": self.auto_deal,
-        } | ({} if self.max_hands is None else {"max_hands": self.max_hands})
+            "hints": self.hints,
+        } | ({} if self.max_hands is None else {"max_hands": self.max_hands}) | (
+            {} if self.turn_seconds is None else {"turn_seconds": self.turn_seconds})
 
 
 def _int(value: Any, field: str, low: int, high: int) -> int:
@@ -112,7 +117,7 @@ def make_options(variant: Any = "loo", scoring: Any = None, players: Any = 4,
                       field="deal")
     players = _int(players, "seats", 2, 4)
     known = {"ante", "dealer_ante", "loo_penalty", "lead_trump_threshold", "target", "auto_deal",
-             "max_hands"}
+             "max_hands", "hints", "turn_seconds"}
     unknown = sorted(set(opts) - known)
     if unknown:
         raise Invalid("invalid_option", f"unknown option(s): {', '.join(unknown)}",
@@ -146,5 +151,15 @@ def make_options(variant: Any = "loo", scoring: Any = None, players: Any = 4,
     max_hands = opts.get("max_hands")
     if max_hands is not None:
         max_hands = _int(max_hands, "max_hands", 1, 100_000)
+    hints = opts.get("hints", False)
+    if not isinstance(hints, bool):
+        raise Invalid("invalid_option", "hints must be true or false", field="hints")
+    turn_seconds = opts.get("turn_seconds")
+    if turn_seconds is not None:
+        turn_seconds = _int(turn_seconds, "turn_seconds", TURN_SECONDS[0], TURN_SECONDS[1])
+    for name, on in (("hints", hints), ("turn_seconds", turn_seconds is not None)):
+        if on and deal != "shuffled":
+            raise Invalid("invalid_option", f"{name} is for shuffled tables: on recorded and "
+                          "results tables the scorer enters every move", field=name)
     return Options(variant, scoring, players, ante, dealer_ante, mode, multiplier,
-                   threshold, target, auto_deal, deal, max_hands)
+                   threshold, target, auto_deal, deal, max_hands, hints, turn_seconds)

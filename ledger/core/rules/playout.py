@@ -90,6 +90,33 @@ def deal(opts: Options, dealer: int, order: Sequence[Tile]) -> Playout:
     return Playout(opts, dealer, hands, order[used], order[used + 1:])
 
 
+def resume(opts: Options, dealer: int, hands: Sequence[Sequence[Tile]], turn_up: Tile,
+           boneyard: Sequence[Tile], *, phase: int, turn: int, decisions: Sequence[str | None],
+           misses: int, for_pool: bool, turn_up_taken: bool,
+           plays: Sequence[tuple[int, Tile]], led: int, tricks_won: Sequence[int],
+           winners: Sequence[int]) -> Playout:
+    """A hand part-played (a Monte Carlo bot's guess at the hidden tiles), ready to go on.
+
+    `phase` is DECIDING, DISCARDING or PLAYING and `turn` the seat to act; `plays` and `led`
+    are the trick in progress, `winners` the winner of each trick already won.
+    """
+    p = Playout(opts, dealer, hands, turn_up, boneyard)
+    n = p.players
+    p.decisions = list(decisions)
+    p.misses, p.for_pool, p.turn_up_taken = misses, for_pool, turn_up_taken
+    p.phase, p.turn = phase, turn
+    p.plays, p.led = list(plays), led
+    p.tricks_won = list(tricks_won) if tricks_won else [0] * n
+    p.winners = list(winners)
+    if phase == PLAYING:
+        active = [s for s in range(n) if p.decisions[s] != "drop"]
+        nxt = [0] * n
+        for s, f in zip(active, active[1:] + active[:1], strict=True):
+            nxt[s] = f
+        p.next_seat, p.active = nxt, len(active)
+    return p
+
+
 # ---- legal moves -----------------------------------------------------------------------
 
 def legal(p: Playout) -> list[Move]:

@@ -31,6 +31,8 @@ class SeatView:
     current: Trick | None
     tricks_won: tuple[int, ...]
     pool_at_start: int
+    for_pool: bool = False  # §4: the dealer's announcement is public
+    known_out: tuple[Tile, ...] = ()  # tiles this seat itself put out on a miss or discarded
 
 
 def seat_view(h: Hand, seat: int) -> SeatView:
@@ -40,4 +42,9 @@ def seat_view(h: Hand, seat: int) -> SeatView:
                     trump=h.trump, turn_up_taken=h.turn_up_taken, decisions=h.decisions,
                     misses=h.misses, counts=tuple(len(x) for x in h.hands),
                     boneyard_count=len(h.boneyard), tricks=h.tricks, current=h.current,
-                    tricks_won=h.tricks_won, pool_at_start=h.pool_at_start)
+                    tricks_won=h.tricks_won, pool_at_start=h.pool_at_start,
+                    for_pool=h.for_pool, known_out=_own(h.put_out, seat) + _own(h.discards, seat))
+
+
+def _own(per_seat: tuple[tuple[Tile, ...], ...], seat: int) -> tuple[Tile, ...]:
+    return per_seat[seat] if seat < len(per_seat) else ()

@@ -1,0 +1,69 @@
+"""Hints (API.md "Bots, hints and turn timers"): the expert's move for one seat, from that
+seat's view only, with a short reason."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from ledger.app.projector import Projection
+from ledger.core.errors import Forbidden, Invalid
+from ledger.core.rules.actions import Action, Decide, Discard, Play
+from ledger.core.rules.bots import expert_estimate
+from ledger.core.rules.legal import legal_actions
+from ledger.core.rules.tiles import NAMES, SUIT_NAMES
+from ledger.core.rules.view import seat_view
+
+
+def hint(p: Projection, seat: int) -> dict[str, Any]:
+    """`{"seat", "action", "why", "version"}` for `seat`, whose turn it must be.
+
+    403 `hints_off` without options.hints; 422 `not_your_turn` when the seat is not to act.
+    The expert sees the seat view (its own tiles and what is public) and nothing else, and
+    the answer names only the seat's own tiles and expected results.
+    """
+    t = p.table
+    if not t.opts.hints:
+        raise Forbidden("hints_off", "this table was created without options.hints: true")
+    h = t.hand
+    legal = legal_actions(h, seat) if h is not None and t.live else []
+    if not legal:
+        raise Invalid("not_your_turn", f"seat {seat} is not to act now: a hint is for the seat "
+                      "whose turn it is")
+    assert h is not None
+    # Reproducible: the same table version and seat give the same guesses.
+    rng = random.Random(f"hint:{h.commitment}:{p.version}:{seat}")
+    est = expert_estimate(seat_view(h, seat), legal, rng)
+    return {"seat": seat, "action": est.action.body(), "why": _why(est, t.opts.scoring),
+            "version": p.version}
+
+
+def _why(est: Any, scoring: str) -> str:
+    unit = "chips" if scoring == "pool" else "points"
+    best = describe(est.action)
+    if est.samples == 0:
+        return f"{best}: the only legal action"
+    mean = est.means[0][1]
+    out = (f"{best}: {mean:+.1f} {unit} expected this hand over {est.samples} guessed deals "
+           f"of the tiles you cannot see")
+    if len(est.means) > 1:
+        other, value = est.means[1]
+        out += f"; next best, {describe(other)}: {value:+.1f}"
+    return out
+
+
+def describe(a: Action) -> str:
+    if isinstance(a, Play):
+        lead = f", leading {SUIT_NAMES[a.suit]}" if a.suit is not None else ""
+        return f"play {NAMES[a.tile]}{lead}"
+    if isinstance(a, Discard):
+        return "discard " + " and ".join(NAMES[x] for x in a.tiles)
+    assert isinstance(a, Decide)
+    if a.choice != "play":
+        return a.choice
+    out = "play (stand)"
+    if a.take_turn_up:
+        out += f", taking the turn-up and discarding {NAMES[a.discard[0]]}"
+    if a.for_pool:
+        out += ", for the pool"
+    return out

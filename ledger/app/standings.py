@@ -1,0 +1,198 @@
+"""Club standings as a read model: folded event by event from the global position.
+
+The projector reads `read_all(after=its position)` in batches and keeps, in the store's
+read-model rows, one row per club table seat with a member (scope: the club id, key:
+`table:seat`) and one bookkeeping row per club table (scope `tables`). Each batch's rows and
+the new position are saved together, compare-and-set on the old position: a process that
+dies mid-batch saves nothing, two processes catching up at once never count an event
+twice, and a restarted service carries on from the saved position. A standings request
+catches up (usually a few events) and sums the club's rows: no table is folded per request.
+
+Every figure moves by the events themselves (what `table_figures` in ledger/app/clubs.py
+derives from a whole table, the property tests check that the two agree):
+stakes, trick payments and penalties move chips; points are the scores' totals;
+`hand_voided` gives back the voided hand's chips (its compensating transfers), points
+(its totals), hands, tricks, loos and looed chips (kept per hand for the last hands a
+correction may reach) and un-wins its game.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from ledger.core.rules.options import make_options
+from ledger.core.rules.scoring import initial_scores
+from ledger.core.rules.table import VOIDABLE
+from ledger.store.base import EventStore, StoredEvent
+
+NAME = "standings"
+TABLES = "tables"  # the scope of the per-table bookkeeping rows
+BATCH = 2000
+FIGURES = ("hands", "chips", "points", "games_won", "tricks", "loos", "looed_chips")
+_PER_HAND = ("tricks", "loos", "looed_chips")
+
+
+def _seat(account: str) -> int | None:
+    return int(account[5:]) if account.startswith("seat:") else None
+
+
+class StandingsProjector:
+    """Keeps the `standings` read model up to date; `rows(club)` reads it."""
+
+    def __init__(self, store: EventStore, name: str = NAME, batch: int = BATCH) -> None:
+        self.store, self.name, self.batch = store, name, batch
+
+    # ---- reads -----------------------------------------------------------------------------
+    def rows(self, club_id: str) -> tuple[int, list[dict[str, Any]]]:
+        """(position folded up to, every seat row of the club's tables), caught up first."""
+        position = self.catch_up()
+        return position, list(self.store.read_model_rows(self.name, club_id).values())
+
+    # ---- folding ---------------------------------------------------------------------------
+    def catch_up(self) -> int:
+        """Fold every event after the saved position; returns the position reached."""
+        while True:
+            position = self.store.read_model_position(self.name)
+            stored = self.store.read_all(position, self.batch)
+            if not stored:
+                return position
+            rows = self._fold(stored)
+            # Lost the race to another projector: it saved these events; read its position.
+            self.store.save_read_model(self.name, position, stored[-1].position, rows)
+
+    def rebuild(self) -> int:
+        """Forget the model and fold every event again from the first."""
+        self.store.reset_read_model(self.name)
+        return self.catch_up()
+
+    def _fold(self, stored: Iterable[StoredEvent]) -> dict[tuple[str, str], dict[str, Any]]:
+        stored = [s for s in stored if not s.table_id.startswith("club_")]
+        ids = sorted({s.table_id for s in stored})
+        metas = self.store.read_model_rows(self.name, TABLES, ids) if ids else {}
+        for s in stored:  # new club tables in this batch
+            if s.type == "table_created" and s.data.get("club"):
+                d = s.data
+                opts = make_options(d["variant"], d["scoring"], d["players"], d["options"],
+                                    d["deal"])
+                metas[s.table_id] = {"club": d["club"], "season": d.get("season"),
+                                     "variant": d["variant"], "scoring": d["scoring"],
+                                     "players": d["players"], "winner": None, "recent": {},
+                                     "start": list(initial_scores(opts))}
+        by_club: dict[str, set[str]] = {}
+        for tid, meta in metas.items():
+            by_club.setdefault(meta["club"], set()).update(
+                f"{tid}:{seat}" for seat in range(meta["players"]))
+        seats: dict[tuple[str, str], dict[str, Any]] = {}
+        for club, keys in by_club.items():
+            for key, row in self.store.read_model_rows(self.name, club, sorted(keys)).items():
+                seats[(club, key)] = row
+        touched: set[str] = set()
+        for s in stored:
+            meta = metas.get(s.table_id)
+            if meta is None:
+                continue  # not a club table
+            touched.add(s.table_id)
+            self._apply(s, meta, seats)
+        out: dict[tuple[str, str], dict[str, Any]] = {
+            (TABLES, tid): metas[tid] for tid in touched}
+        out.update(seats)
+        return out
+
+    def _apply(self, s: StoredEvent, meta: dict[str, Any],
+               seats: dict[tuple[str, str], dict[str, Any]]) -> None:
+        club, tid, d, n = meta["club"], s.table_id, s.data, meta["players"]
+
+        def row(seat: int) -> dict[str, Any] | None:
+            return seats.get((club, f"{tid}:{seat}"))
+
+        def add(seat: int | None, figure: str, amount: int) -> None:
+            r = row(seat) if seat is not None else None
+            if r is not None:
+                r[figure] += amount
+
+        def recent() -> dict[str, Any]:
+            return meta["recent"].setdefault(str(s.hand), {f: [0] * n for f in _PER_HAND})
+
+        t = s.type
+        if t == "seat_filled":
+            if d.get("member"):
+                seats[(club, f"{tid}:{d['seat']}")] = {
+                    "table": tid, "seat": d["seat"], "member": d["member"],
+                    "season": meta["season"], "variant": meta["variant"],
+                    "scoring": meta["scoring"]} | dict.fromkeys(FIGURES, 0)
+                if meta["scoring"] == "points":
+                    seats[(club, f"{tid}:{d['seat']}")]["points"] = meta["start"][d["seat"]]
+        elif t == "stake_posted":
+            add(d["seat"], "chips", -d["amount"])
+        elif t == "tricks_paid":
+            for seat, amount in d["payments"].items():
+                add(int(seat), "chips", amount)
+        elif t == "penalty_assessed":
+            add(d["seat"], "chips", -d["amount"])
+            add(d["seat"], "looed_chips", d["amount"])
+            recent()["looed_chips"][d["seat"]] += d["amount"]
+        elif t == "player_looed":
+            add(d["seat"], "loos", 1)
+            recent()["loos"][d["seat"]] += 1
+        elif t == "hand_completed":
+            for seat, won in enumerate((d.get("tricks_won") or {}).values()):
+                add(seat, "tricks", int(won))
+                recent()["tricks"][seat] += int(won)
+        elif t == "points_scored" and meta["scoring"] == "points":
+            for seat, total in enumerate(d["totals"].values()):
+                r = row(seat)
+                if r is not None:
+                    r["points"] = total
+        elif t == "hand_settled":
+            for seat in range(n):
+                add(seat, "hands", 1)
+            hands = meta["recent"]
+            hands.setdefault(str(s.hand), {f: [0] * n for f in _PER_HAND})
+            for old in sorted(hands, key=int)[:-VOIDABLE]:  # past a correction's reach
+                del hands[old]
+        elif t == "game_won" and d.get("seat") is not None:
+            add(d["seat"], "games_won", 1)
+            meta["winner"] = d["seat"]
+        elif t == "hand_voided":
+            for x in d["transfers"]:
+                add(_seat(x["from"]), "chips", -x["amount"])
+                add(_seat(x["to"]), "chips", x["amount"])
+            if meta["scoring"] == "points":
+                for seat, total in enumerate(d["totals"].values()):
+                    r = row(seat)
+                    if r is not None:
+                        r["points"] = total
+            given = meta["recent"].pop(str(d["number"]), {f: [0] * n for f in _PER_HAND})
+            for seat in range(n):
+                add(seat, "hands", -1)
+                for f in _PER_HAND:
+                    add(seat, f, -given[f][seat])
+            if d.get("unwon") and meta["winner"] is not None:
+                add(meta["winner"], "games_won", -1)
+                meta["winner"] = None
+
+
+def standings_rows(rows: Iterable[dict[str, Any]], names: dict[str, str],
+                   season: str | None, variant: str | None, scoring: str | None,
+                   ) -> list[dict[str, Any]]:
+    """The league table from seat rows: one row per member, ranked (API.md Standings)."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        if (season is not None and r["season"] != season) \
+                or (variant is not None and r["variant"] != variant) \
+                or (scoring is not None and r["scoring"] != scoring):
+            continue
+        m = out.setdefault(r["member"], {"member": r["member"], "tables": 0}
+                           | dict.fromkeys(FIGURES, 0))
+        m["tables"] += 1
+        for f in FIGURES:
+            m[f] += r[f]
+    ranked = [r | {"name": names.get(r["member"], "")} for r in out.values()]
+    if scoring == "points":
+        ranked.sort(key=lambda r: (-r["games_won"], -r["points"], r["name"], r["member"]))
+    else:
+        ranked.sort(key=lambda r: (-r["chips"], -r["games_won"], r["name"], r["member"]))
+    for i, r in enumerate(ranked, 1):
+        r["rank"] = i
+    return ranked

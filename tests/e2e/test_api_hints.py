@@ -1,0 +1,86 @@
+"""Hints (API.md "Bots, hints and turn timers"; issue 18): GET /v1/tables/{id}/hint gives the
+seat to act the expert's move from its own view, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.e2e.club import Club, Table
+from tests.e2e.test_api_games import hidden_from
+
+
+def _hinted(club: Club, **options) -> Table:
+    return club.create(first_dealer=0, options={"hints": True, **options})
+
+
+def _to_act(club: Club, t: Table) -> int:
+    return club.view(t)["hand"]["turn"]
+
+
+def test_hint_is_a_legal_action_for_the_seat_to_act_and_is_accepted(club: Club):
+    t = _hinted(club)
+    assert club.view(t)["options"]["hints"] is True
+    for _ in range(8):
+        seat = _to_act(club, t)
+        r = club.get(t, t.seats[seat], "/hint")
+        assert r.status_code == 200, r.get_json()
+        got = r.get_json()
+        assert got["seat"] == seat and got["why"]
+        legal = club.view(t, t.seats[seat])["legal_actions"]
+        assert got["action"] in legal
+        assert got["version"] == club.view(t)["version"]
+        club.ok(t, got["action"], t.seats[seat])
+
+
+def test_hint_never_shows_a_tile_the_seat_cannot_see(club: Club):
+    t = _hinted(club, auto_deal=False)
+    assert club.start(t).status_code == 200
+    checked = 0
+    for _ in range(60):
+        admin = club.view(t)
+        if admin["hand"]["phase"] in ("complete", "settling"):
+            assert club.start(t).status_code == 200
+            continue
+        seat = admin["hand"]["turn"]
+        body = club.get(t, t.seats[seat], "/hint").get_json()
+        text = json.dumps(body)
+        hidden = hidden_from(admin, seat)
+        assert not [x for x in hidden if f'"{x}"' in text or f" {x}" in text], (hidden, text)
+        club.ok(t, body["action"], t.seats[seat])
+        checked += 1
+    assert checked > 10
+
+
+def test_hint_refusals(club: Club):
+    t = _hinted(club)
+    seat = _to_act(club, t)
+    other = (seat + 1) % 4
+    club.problem(club.get(t, t.seats[other], "/hint"), 422, "not_your_turn")
+    club.problem(club.get(t, t.admin, "/hint"), 422, "seat_token_required")
+    spy = club.post(t, "/spectators", {}).get_json()["token"]
+    club.problem(club.get(t, spy, "/hint"), 403, "read_only_token")
+    club.problem(club.c.get(f"/v1/tables/{t.id}/hint"), 401)
+    elsewhere = club.create()
+    club.problem(club.get(t, elsewhere.seats[seat], "/hint"), 401)
+    club.problem(club.get(elsewhere, elsewhere.seats[seat], "/hint"), 403, "hints_off")
+    club.problem(club.c.get("/v1/tables/nosuchtable/hint",
+                            headers=club.auth(t.seats[seat])), 404)
+
+
+@pytest.mark.parametrize(("options", "field"), [
+    ({"hints": "yes"}, "hints"), ({"hints": 1}, "hints"), ({"turn_seconds": 4}, "turn_seconds"),
+    ({"turn_seconds": 3601}, "turn_seconds"), ({"turn_seconds": "60"}, "turn_seconds")])
+def test_bad_hint_and_timer_options_are_422_naming_the_field(club: Club, options, field):
+    r = club.c.post("/v1/tables", json={"seats": [{"name": "A"}, {"name": "B"}],
+                                        "options": options})
+    problem = club.problem(r, 422)
+    assert field in json.dumps(problem)
+
+
+def test_hints_and_timers_only_on_shuffled_tables(club: Club):
+    for options in ({"hints": True}, {"turn_seconds": 30}):
+        r = club.c.post("/v1/tables", json={"seats": [{"name": "A"}, {"name": "B"}],
+                                            "deal": "recorded", "options": options})
+        assert next(iter(options)) in json.dumps(club.problem(r, 422))
