@@ -97,6 +97,20 @@ class Readyz(MethodView):
         return out
 
 
+@health.route("/metrics")
+class Metrics(MethodView):
+    @health.doc(responses={"200": {
+        "description": "Prometheus text exposition: HTTP requests by route and status, "
+                       "latency histograms, events appended by type, the queue's depth and "
+                       "jobs by state",
+        "content": {"text/plain": {"schema": {"type": "string"}}}}})
+    def get(self) -> Any:
+        """Metrics for Prometheus (of every worker process of this server)."""
+        from ledger.api.observability import metrics_view
+
+        return metrics_view()
+
+
 def docs_page() -> Response:
     """A self-contained page listing the operations (Swagger UI would need a CDN)."""
     spec = current_app.extensions["loo_api"].spec.to_dict()
@@ -170,8 +184,9 @@ def create_app(container: Container | None = None,
     from ledger.web import register as register_web
 
     register_web(app)  # the pages: ledger/web (templates, static, scripts on the public API)
-    from ledger.api import limits
+    from ledger.api import limits, observability
 
+    observability.install(app)  # first: requests refused by the limiter are counted too
     limit_env = {**os.environ, **{k: str(v) for k, v in (test_config or {}).items()
                                   if k in limits.ENV_VARS}}
     limits.install(app, limit_env, container.settings.redis_url, container.settings.queue_name)
