@@ -13,9 +13,9 @@ from urllib.parse import urlsplit
 if TYPE_CHECKING:
     from rq import Queue
 
+    from ledger.app.dispatch import Dispatcher
     from ledger.app.service import Ledger
     from ledger.store.base import EventStore
-    from workers.queue import Dispatcher
 
 DEFAULT_DATABASE_URL = "sqlite:///loo.db"  # relative: ./loo.db in the working directory
 DATABASE_SCHEMES = ("sqlite", "postgresql", "postgres", "memory")  # memory: tests only

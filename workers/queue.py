@@ -11,7 +11,7 @@ import threading
 import time
 from collections import deque
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 import redis
 from rq import Queue, Retry
@@ -21,6 +21,8 @@ from rq.registry import ScheduledJobRegistry
 from rq.serializers import JSONSerializer
 from rq.utils import as_text, now
 from rq.worker import Worker
+
+from ledger.app.dispatch import Mode
 
 log = logging.getLogger(__name__)
 
@@ -32,12 +34,6 @@ RETRY_MAX, RETRY_INTERVALS = 3, [1, 5, 15]  # seconds before each retry
 DEFAULT_JOB_TIMEOUT = 180  # rq's default; past it (+ a margin) a started job is dead for sure
 SCHEDULED_GRACE = 30  # seconds past its time after which a scheduled retry has no scheduler
 DEQUEUE_GRACE = 1.0  # seconds a live worker may hold a job it dequeued before starting it
-
-
-class Dispatcher(Protocol):
-    def enqueue(self, func_path: str, *args: Any, job_id: str) -> None: ...
-
-    def ping(self) -> dict[str, Any]: ...
 
 
 def resolve(func_path: str) -> Any:
@@ -61,7 +57,7 @@ def make_queue(redis_url: str, name: str, *, socket_timeout: float = 5.0) -> Que
 class InlineDispatcher:
     """Runs each job in the calling thread right after the command committed.
 
-    `in_process` tells the ledger so: it then decides what the job would append (the
+    Its mode "inline" tells the ledger so: it then decides what the job would append (the
     settlement, an auto-dealt hand, bot turns) before the command commits and appends it
     in the command's own transaction, so the job usually finds nothing left to do.
 
@@ -71,7 +67,7 @@ class InlineDispatcher:
     write picks the table up again.
     """
 
-    in_process = True
+    mode: Mode = "inline"
 
     def __init__(self, **inject: Any) -> None:
         self.inject = dict(inject)
@@ -226,7 +222,7 @@ def _proc_stat(pid: int) -> tuple[str | None, float | None]:
 class RqDispatcher:
     """Enqueues to RQ with a deterministic job id: a duplicate of a live job is a no-op."""
 
-    asynchronous = True  # a worker runs the job later: callers must not wait for its events
+    mode: Mode = "queued"  # a worker runs the job later: callers must not wait for its events
 
     def __init__(self, queue: Queue) -> None:
         self.queue = queue

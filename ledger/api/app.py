@@ -175,6 +175,11 @@ def create_app(container: Container | None = None,
         container = bootstrap(Settings.from_env({**os.environ, **overrides}))
     app.extensions["loo_container"] = container
     app.extensions["loo_ledger"] = container.ledger
+    from ledger.api.feeds import feed_config
+
+    app.extensions["loo_feed_config"] = feed_config({**os.environ, **{
+        k: str(v) for k, v in (test_config or {}).items() if k.startswith(("LOO_SSE_",
+                                                                          "LOO_FEED_"))}})
     api = LooApi(app)
     app.extensions["loo_api"] = api
     errors.register(app)  # after Api(app): replaces flask-smorest's JSON error handler

@@ -12,15 +12,14 @@ from typing import Any
 from flask import Response, current_app, request
 from flask.views import MethodView
 
+from ledger.api import feeds, lists
 from ledger.api import idempotency as idem
-from ledger.api import lists
 from ledger.api.auth import ledger
 from ledger.api.blueprint import Blueprint
 from ledger.api.tables import create, created
 from ledger.api.writes import BODY_PARSER
 from ledger.app.clubs import Clubs, Loaded
 from ledger.app.service import token_hash
-from ledger.app.views import Viewer, live_hand, redact
 from ledger.core import club as cl
 from ledger.core import commands as c
 from ledger.core.errors import Forbidden, Unauthorized
@@ -396,14 +395,13 @@ class ClubHistoryResource(MethodView):
                  and f.get("since", "") <= t.created_at[:10]
                  and t.created_at[:10] <= f.get("until", "9999-12-31")]
         led = ledger()
-        store = led.store
 
         def lines() -> Iterator[bytes]:
             for link in links:
-                up_to = store.version(link.table_id)
+                up_to = led.version(link.table_id)
                 checkpoints = led.checkpoints(link.table_id, up_to)
                 for doc in table_history(link.table_id,
-                                         lambda a, b, t=link.table_id: store.load(t, a, b),
+                                         lambda a, b, t=link.table_id: led.events(t, a, b),
                                          up_to, checkpoints):
                     yield orjson.dumps(doc) + b"\n"
 
@@ -419,42 +417,42 @@ class ClubFeedResource(MethodView):
     def get(self, club_id: str) -> Any:
         """The club's feed (any club token): its own stream and all its tables' events in
         global position order, as a spectator sees them (no tile of a live hand), each with
-        `stream` ("club" or the table id). Follow it with ?after=<the answer's next>."""
+        `stream` ("club" or the table id). Follow it with ?after=<the answer's next>, or
+        with Accept: text/event-stream as Server-Sent Events (API.md Feeds)."""
         f, limit, _ = lists.query({"after": _position})
         after = f.get("after", 0)
         loaded = clubs().load(club_id)
+        if feeds.wants_sse():
+            from ledger.app.feed import ClubSource
+
+            led = ledger()
+            return feeds.stream(led, ClubSource(led, club_id,
+                                                {t.table_id for t in loaded.club.tables}),
+                                feeds.start_position(after))
         streams = {club_id} | {t.table_id for t in loaded.club.tables}
-        store, led = ledger().store, ledger()
-        spectator = Viewer(admin=False, spectator=True)
-        live: dict[str, int | None] = {}
-        events: list[dict[str, Any]] = []
+        led = ledger()
+        found: list[Any] = []
         scanned = 0
         position = after
-        while len(events) < limit and scanned < FEED_SCAN:
-            page = store.read_all(after_position=position, limit=1000)
+        while len(found) < limit and scanned < FEED_SCAN:
+            page = led.read_all(after_position=position, limit=1000)
             if not page:
                 break
             for s in page:
                 position = s.position
                 scanned += 1
                 if s.table_id in streams:
-                    if s.table_id == club_id:
-                        out = {"version": s.version, "position": s.position, "type": s.type,
-                               "hand": None, "data": s.data, "recorded_at": s.recorded_at,
-                               "causation": s.causation, "hash": s.hash,
-                               "prev_hash": s.prev_hash, "stream": "club"}
-                    else:
-                        if s.table_id not in live:
-                            live[s.table_id] = live_hand(led.load(s.table_id).table)
-                        out = redact(s, spectator, live[s.table_id]) | {"stream": s.table_id}
-                    events.append(out)
-                    if len(events) == limit:
+                    found.append(s)
+                    if len(found) == limit:
                         break
+        from ledger.app.feed import club_feed
+
+        events = club_feed(ledger(), club_id, found)
         return {"events": events, "next": position}
 
 
 def _position(raw: str) -> int:
-    if not raw.isdigit():
+    if not raw.isdigit() or not raw.isascii() or int(raw) > 2**63 - 1:
         raise ValueError("a position: a whole number >= 0")
     return int(raw)
 

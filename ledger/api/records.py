@@ -7,11 +7,13 @@ from typing import Any
 from flask import request
 from flask.views import MethodView
 
+from ledger.api import feeds
 from ledger.api.auth import ledger, require_admin, viewer_for
 from ledger.api.blueprint import Blueprint
 from ledger.app.audit import audit
+from ledger.app.feed import TableSource, table_events
 from ledger.app.projector import chip_ledger, project, score_sheet
-from ledger.app.views import Viewer, hand_view, live_hand, redact
+from ledger.app.views import Viewer, hand_view, live_hand
 from ledger.core.errors import Forbidden, Invalid, NotFound
 from schemas.requests import EventsQuery, ListQuery, ReplayQuery
 from schemas.responses import (
@@ -44,7 +46,7 @@ def _hand_bounds(table_id: str, number: int) -> tuple[Any, list[Any], list[Any]]
     p = led.load(table_id)
     if p.table.hand is None or not 1 <= number <= p.table.hand.number:
         raise NotFound("hand_not_found", f"hand {number} has not been played at this table")
-    stored = led.store.load(table_id, up_to_version=p.version)  # the state `p` was folded from
+    stored = led.events(table_id, up_to_version=p.version)  # the state `p` was folded from
     first = p.hand_starts[number - 1]
     before = [s for s in stored if s.version < first]
     mine = [s for s in stored if s.version >= first and s.hand == number]
@@ -63,7 +65,7 @@ class HandRecord(MethodView):
         return {"number": number, "complete": state.hand is not None and not state.live,
                 "settled": state.settled,
                 "hand": hand_view(state, viewer, full=live != number),
-                "events": [redact(s, viewer, live) for s in mine]}
+                "events": table_events(ledger(), table_id, mine, viewer, live=live)}
 
 
 @blp.route("/<table_id>/hands/<int:number>/replay")
@@ -85,7 +87,8 @@ class Replay(MethodView):
         admin = Viewer(admin=True)
         # The live hand's seed stays secret until revealed, here as in /events.
         return {"step": step, "steps": len(mine),
-                "event": redact(mine[step - 1], admin, live_hand(p.table)) if step else None,
+                "event": table_events(ledger(), table_id, [mine[step - 1]], admin,
+                                      live=live_hand(p.table))[0] if step else None,
                 "state": {"pool": state.pool,
                           "balances": {str(s): b for s, b in enumerate(state.balances)},
                           "scores": {str(s): b for s, b in enumerate(state.scores)},
@@ -99,31 +102,35 @@ class Events(MethodView):
     @blp.arguments(EventsQuery, location="query")
     @blp.response(200, EventsOut)
     def get(self, query: dict[str, Any], table_id: str) -> Any:
-        """The table's events after version `after`, hidden tiles removed for seats."""
+        """The table's events after version `after`, hidden tiles removed for seats. With
+        Accept: text/event-stream: Server-Sent Events from position `after` (or the
+        Last-Event-ID header), following the table live (API.md Feeds)."""
         led = ledger()
         p = led.load(table_id)
         viewer = viewer_for(p)
+        if feeds.wants_sse():
+            return feeds.stream(led, TableSource(led, table_id, viewer),
+                                feeds.start_position(query["after"]))
         after, limit = query["after"], query["limit"]
         # Only events of the state `p` (redaction follows it, and a hand dealt since must not
         # pass as one already complete); `after` past the end reads nothing (and an integer
         # beyond the database's is no reason for a 500).
-        stored = led.store.load(table_id, after_version=after,
-                                up_to_version=min(after + limit, p.version)) \
+        stored = led.events(table_id, after_version=after,
+                            up_to_version=min(after + limit, p.version)) \
             if after < p.version else []
-        live = live_hand(p.table)
-        return {"events": [redact(s, viewer, live) for s in stored],
+        return {"events": table_events(led, table_id, stored, viewer, live=live_hand(p.table)),
                 "next": stored[-1].version if stored else after}
 
 
 @blp.route("/<table_id>/ledger")
-class Ledger(MethodView):
+class LedgerResource(MethodView):
     @blp.response(200, LedgerOut)
     def get(self, table_id: str) -> Any:
         """Every chip transfer (pool games) or every points delta (points games)."""
         led = ledger()
         p = led.load(table_id)
         viewer_for(p)
-        stored = led.store.load(table_id, up_to_version=p.version)  # totals are of `p`
+        stored = led.events(table_id, up_to_version=p.version)  # totals are of `p`
         out = chip_ledger(stored, p.table.players)
         if p.table.opts.scoring == "points":
             out |= score_sheet(stored, p.table)
@@ -138,7 +145,7 @@ class Audit(MethodView):
         led = ledger()
         p = led.load(table_id)
         require_admin(viewer_for(p))
-        return audit(led.store.load(table_id, up_to_version=p.version), p,
+        return audit(led.events(table_id, up_to_version=p.version), p,
                      led.checkpoints(table_id), led.signer.private.public_key())
 
 

@@ -15,6 +15,9 @@ def register(api: Api) -> None:
     for module in (tables, play, records, history, published, clubs):
         api.register_blueprint(module.blp)
     document_problems(api)
+    from ledger.api.feeds import document
+
+    document(api.spec._paths)  # noqa: SLF001 - see document_problems
 
 
 def _as_problem(response: dict[str, Any]) -> None:

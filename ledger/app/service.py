@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import itertools
 import logging
 import os
 import secrets
@@ -12,18 +13,21 @@ import threading
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from ledger.app import handlers
 from ledger.app.checkpoints import Signer, settled_heads
+from ledger.app.dispatch import Dispatcher
 from ledger.app.projector import Projection, fold, project
 from ledger.core import commands as c
 from ledger.core import events as ev
 from ledger.core.errors import NotFound
+from ledger.core.rules import table as tb
 from ledger.store.base import (
     AlreadyApplied,
     EventStore,
     IdempotencyConflict,
+    IdempotentResult,
     NewEvent,
     StoredEvent,
     VersionConflict,
@@ -42,10 +46,6 @@ _TABLE_LEVEL = (ev.TableCreated, ev.SeatFilled, ev.DealerChosen, ev.TableClosed,
                 ev.SpectatorAdded, ev.SpectatorRevoked)
 
 
-class Dispatcher(Protocol):
-    def enqueue(self, func_path: str, *args: Any, job_id: str) -> None: ...
-
-
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """What a command appended, and the table after it."""
@@ -53,6 +53,19 @@ class Outcome:
     first_version: int
     stored: list[StoredEvent]
     projection: Projection
+
+
+def _follows_by_itself(prev: StoredEvent, s: StoredEvent, t: tb.Table) -> bool:
+    """Whether `s` was appended by the service itself after `prev`, not by a client's write
+    (the causations `_envelopes` gives; the auto-deal of `handlers.settle`)."""
+    cause = s.causation or ""
+    if cause.startswith(("bot:", "event:")):
+        return True  # a bot's move; what a rule makes follow (tricks, settlement)
+    if cause.startswith("command:") and cause == prev.causation:
+        return True  # the rest of the batch `prev` belongs to
+    # With auto_deal the settlement deals the next hand in the same batch (handlers.settle).
+    return (s.type == "hand_started" and prev.type == "hand_settled"
+            and t.opts.deal == "shuffled" and t.opts.auto_deal)
 
 
 def token_hash(token: str) -> str:
@@ -85,6 +98,11 @@ class Ledger:
         self._cache: dict[str, Projection] = {}
         self._lock = threading.Lock()
 
+    @property
+    def queued(self) -> bool:
+        """Whether a worker runs the follow-up jobs later (RQ), not this process at once."""
+        return self.dispatcher is not None and self.dispatcher.mode == "queued"
+
     # ---- reads ----------------------------------------------------------------------------
     def load(self, table_id: str) -> Projection:
         """The table folded to its latest version (incrementally, from a per-process cache)."""
@@ -96,6 +114,44 @@ class Ledger:
         assert p is not None
         self._remember(table_id, p)
         return p
+
+    def events(self, table_id: str, after_version: int = 0,
+               up_to_version: int | None = None) -> list[StoredEvent]:
+        """The table's stored events after_version < version <= up_to_version, in order."""
+        return self.store.load(table_id, after_version, up_to_version)
+
+    def version(self, table_id: str) -> int:
+        return self.store.version(table_id)
+
+    def read_all(self, after_position: int = 0, limit: int = 1000) -> list[StoredEvent]:
+        """Every stream's events by global position (following it never skips one)."""
+        return self.store.read_all(after_position, limit)
+
+    def idempotent_result(self, table_id: str, key: str | None) -> IdempotentResult | None:
+        """What an earlier write with this Idempotency-Key appended, if one did."""
+        return self.store.idempotent_result(table_id, key) if key is not None else None
+
+    def first_answer(self, table_id: str,
+                     found: IdempotentResult) -> tuple[Projection, list[StoredEvent]]:
+        """The table and the events the first request with this Idempotency-Key was
+        answered with (a repeat returns the first answer), whatever was written since: its
+        own events and, with inline jobs, what followed from them by itself (rule,
+        settlement, an auto-dealt hand, bots), up to the next write a client made. With
+        queued jobs a worker appends whenever it gets to them, so the first answer was the
+        write's own events, and a repeat gives those too (as create_table does)."""
+        latest = self.load(table_id)
+        stored = self.store.load(table_id, after_version=found.first_version - 1)
+        end = found.last_version
+        for prev, s in itertools.pairwise(() if self.queued else stored):
+            if s.version <= found.last_version:
+                continue
+            if not _follows_by_itself(prev, s, latest.table):
+                break
+            end = s.version
+        stored = [s for s in stored if s.version <= end]
+        if end == latest.version:
+            return latest, stored
+        return project(self.store.load(table_id, up_to_version=end)), stored
 
     def cached(self, table_id: str) -> Projection | None:
         """The latest projection this process has seen of the table (no database read)."""
@@ -148,7 +204,7 @@ class Ledger:
                 raise IdempotencyConflict(idempotency_key) from None
             return table_id, tokens, self.load(table_id)
         self.dispatch(table_id, out.projection)
-        if getattr(self.dispatcher, "asynchronous", False):
+        if self.queued:
             # A worker appends what follows (bots, the deal) whenever it gets to the job:
             # the answer is the table as created, whatever the worker has done meanwhile.
             return table_id, tokens, out.projection
@@ -212,7 +268,8 @@ class Ledger:
         # The table after the append, folded from the events themselves: decoding them back
         # from their stored form gives the same state (tests/unit/test_service.py).
         proj = fold(enumerate(events, version + 1), p)
-        if follow and events and getattr(self.dispatcher, "in_process", False):
+        if follow and events and self.dispatcher is not None \
+                and self.dispatcher.mode == "inline":
             # A failing step leaves the command standing; the job meets it after the commit.
             more, proj, _failure = self._follow_ups(proj)
             new += more

@@ -35,6 +35,7 @@ LAZY_COMMANDS = {
     "import": "ledger.cli.history:import_cmd",
     "club": "ledger.cli.club:club_cmd",
     "standings": "ledger.cli.club:standings_cmd",
+    "tail": "ledger.cli.tail:tail_cmd",
 }
 
 
@@ -101,7 +102,11 @@ DEFAULT_THREADS = 3
 @click.option("--threads", default=DEFAULT_THREADS, type=click.IntRange(1, 64),
               show_default=True, help="request threads per gunicorn worker process "
               "(with --workers > 1)")
-def serve(host: str, port: int, workers: int, threads: int) -> None:
+@click.option("--streams", default=None, type=click.IntRange(1, 10_000),
+              help="open event streams (SSE) per process at most, on threads of their own "
+              "beyond --threads, so listeners never take the request threads; more are "
+              "refused 503 [default: LOO_SSE_MAX_STREAMS, else 32]")
+def serve(host: str, port: int, workers: int, threads: int, streams: int | None) -> None:
     """Serve the HTTP API (the schema is upgraded first)."""
     with metrics_dir():
         _serve(host, port, workers, threads)
@@ -135,6 +140,11 @@ def _exit_on_sigterm(signum: int, frame: Any) -> None:
 
 def _serve(host: str, port: int, workers: int, threads: int) -> None:
     s = settings()
+    from ledger.api.feeds import feed_config
+
+    if streams is not None:
+        os.environ["LOO_SSE_MAX_STREAMS"] = str(streams)
+    streams = feed_config().max_streams  # checks the LOO_SSE_* and LOO_FEED_* variables
     container = bootstrap(s)  # checks the config and upgrades the schema once, up front
     jobs = f"RQ queue {s.queue_name!r}" if s.redis_url else "in-process"
     click.echo(f"loo: starting on http://{host}:{port}, store {redact(s.database_url)}, "
@@ -142,7 +152,8 @@ def _serve(host: str, port: int, workers: int, threads: int) -> None:
                + (f" x {threads} threads" if workers > 1 else ""), err=True)
     if workers > 1:
         container.close()  # each gunicorn worker composes its own after the fork
-        GunicornApp(s, {"bind": f"{host}:{port}", "workers": workers, "threads": threads}).run()
+        GunicornApp(s, {"bind": f"{host}:{port}", "workers": workers,
+                        "threads": threads + streams}).run()
         return
     from werkzeug.serving import run_simple
 
@@ -367,6 +378,22 @@ def bench_api(database_url: str | None, seconds: float, clients: int, threads: i
     api = bench_module("api")
 
     api.run(s.database_url, seconds=seconds, clients=clients, threads=threads, out=click.echo)
+
+
+@bench.command("feed")
+@click.option("--database-url", envvar="DATABASE_URL", default=None,
+              help="a postgresql:// database (a fresh schema, dropped after); "
+                   "unset: a fresh SQLite file")
+@click.option("--seconds", type=click.FloatRange(min=1), default=10.0, show_default=True)
+@click.option("--clients", type=click.IntRange(1, 1000), default=100, show_default=True,
+              help="SSE subscribers on the club feed")
+@click.option("--tables", type=click.IntRange(1, 64), default=8, show_default=True)
+def bench_feed(database_url: str | None, seconds: float, clients: int, tables: int) -> None:
+    """Commit-to-delivery latency of the SSE club feed against polling every 100 ms."""
+    feed = bench_module("feed")
+
+    feed.run(database_url or "", seconds=seconds, clients=clients, tables=tables,
+             out=click.echo)
 
 
 @bench.command("export")

@@ -95,6 +95,16 @@ class EventStore(Protocol):
         """Events of all tables by increasing position; following it never skips one."""
         ...
 
+    def last_position(self) -> int:
+        """The highest position `read_all` would give now (0 when empty): following
+        read_all from it misses nothing committed later."""
+        ...
+
+    def load_after_position(self, table_id: str, after_position: int,
+                            limit: int = 1000) -> list[StoredEvent]:
+        """The table's events with position > after_position, by version (at most limit)."""
+        ...
+
     def idempotent_result(self, table_id: str, key: str) -> IdempotentResult | None: ...
 
     def table_ids(self) -> list[str]: ...
@@ -105,6 +115,11 @@ class EventStore(Protocol):
 
     def checkpoints(self, table_id: str) -> list[dict[str, Any]]:
         """The table's saved checkpoints, by increasing version."""
+        ...
+
+    def head_position(self) -> int:
+        """The highest position committed (read_all may still hold back the newest ones
+        while older transactions are open: it never skips, so a reader waits for them)."""
         ...
 
     # Read models: derived rows a projector keeps up to date from the global position (the

@@ -73,6 +73,16 @@ class MemoryStore:
         with self._lock:
             return self._all[after_position : after_position + limit]
 
+    def last_position(self) -> int:
+        with self._lock:
+            return len(self._all)
+
+    def load_after_position(self, table_id: str, after_position: int,
+                            limit: int = 1000) -> list[StoredEvent]:
+        with self._lock:
+            rows = self._tables.get(table_id, [])
+            return [s for s in rows if s.position > after_position][:limit]
+
     def idempotent_result(self, table_id: str, key: str) -> IdempotentResult | None:
         with self._lock:
             return self._keys.get((table_id, key))
@@ -89,6 +99,10 @@ class MemoryStore:
         with self._lock:
             found = self._checkpoints.get(table_id, {})
             return [dict(found[v]) for v in sorted(found)]
+
+    def head_position(self) -> int:
+        with self._lock:
+            return len(self._all)
 
     def read_model_position(self, name: str) -> int:
         with self._lock:

@@ -70,6 +70,9 @@ _LOAD = (f"SELECT {_COLS} FROM events WHERE table_id = %s AND version > %s AND v
 _READ_ALL = (f"SELECT table_id, {_COLS} FROM events WHERE position > %s"
              " AND position < (pg_snapshot_xmin(pg_current_snapshot())::text::bigint << 20)"
              " ORDER BY position LIMIT %s")
+# The high-water mark of _READ_ALL: the last position below it (one index probe backwards).
+_LAST_POSITION = ("SELECT coalesce(max(position), 0) FROM events WHERE position <"
+                  " (pg_snapshot_xmin(pg_current_snapshot())::text::bigint << 20)")
 # A loose index scan: one index probe per table instead of reading every event.
 _TABLE_IDS = """
 WITH RECURSIVE t(id) AS (
@@ -278,6 +281,19 @@ class PostgresStore:
             rows = conn.execute(_READ_ALL, (after_position, limit)).fetchall()
         return [StoredEvent(*r) for r in rows]
 
+    def last_position(self) -> int:
+        with self._conn() as conn:
+            row = conn.execute(_LAST_POSITION).fetchone()
+        return int(row[0]) if row else 0
+
+    def load_after_position(self, table_id: str, after_position: int,
+                            limit: int = 1000) -> list[StoredEvent]:
+        with self._conn() as conn:
+            rows = conn.execute(f"SELECT {_COLS} FROM events WHERE table_id = %s"
+                                " AND position > %s ORDER BY version LIMIT %s",
+                                (table_id, after_position, limit)).fetchall()
+        return [StoredEvent(table_id, *r) for r in rows]
+
     def idempotent_result(self, table_id: str, key: str) -> IdempotentResult | None:
         with self._conn() as conn:
             row = conn.execute("SELECT key, request_hash, first_version, last_version "
@@ -299,6 +315,11 @@ class PostgresStore:
             rows = conn.execute("SELECT data FROM checkpoints WHERE table_id = %s"
                                 " ORDER BY version", (table_id,)).fetchall()
         return [json.loads(r[0]) for r in rows]
+
+    def head_position(self) -> int:
+        with self._conn() as conn:
+            row = conn.execute("SELECT coalesce(max(position), 0) FROM events").fetchone()
+        return row[0] if row else 0
 
     # ---- read models ----------------------------------------------------------------------
     def read_model_position(self, name: str) -> int:

@@ -163,6 +163,20 @@ class SqliteStore:
         return [StoredEvent(ti, v, p, t, h, loads(d), r, c, ph, hh)
                 for ti, v, p, t, h, d, r, c, ph, hh in rows]
 
+    def last_position(self) -> int:
+        with self._conn() as conn:
+            return conn.execute("SELECT coalesce(max(position), 0) FROM events").fetchone()[0]
+
+    def load_after_position(self, table_id: str, after_position: int,
+                            limit: int = 1000) -> list[StoredEvent]:
+        loads = load_json
+        with self._conn() as conn:
+            rows = conn.execute(f"SELECT {_COLS} FROM events WHERE table_id = ? AND position > ?"
+                                " ORDER BY version LIMIT ?",
+                                (table_id, after_position, limit)).fetchall()
+        return [StoredEvent(table_id, v, p, t, h, loads(d), r, c, ph, hh)
+                for v, p, t, h, d, r, c, ph, hh in rows]
+
     def idempotent_result(self, table_id: str, key: str) -> IdempotentResult | None:
         with self._conn() as conn:
             row = conn.execute(_IDEM, (table_id, key)).fetchone()
@@ -183,6 +197,10 @@ class SqliteStore:
             rows = conn.execute("SELECT data FROM checkpoints WHERE table_id = ?"
                                 " ORDER BY version", (table_id,)).fetchall()
         return [load_json(r[0]) for r in rows]
+
+    def head_position(self) -> int:
+        with self._conn() as conn:
+            return conn.execute("SELECT coalesce(max(position), 0) FROM events").fetchone()[0]
 
     # ---- read models ----------------------------------------------------------------------
     def read_model_position(self, name: str) -> int:

@@ -78,3 +78,16 @@ def test_bench_standings_prints_its_ratio_and_cleans_up(pg_url: str, backend: st
     assert RATIO.match(lines[-1]) and lines[-1].startswith("ratio standings_vs_scan ")
     assert _ratios(lines)["standings_vs_scan"] > 0
     assert _schemas(pg_url, "loo_bench_standings_%") == []
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_bench_feed_prints_its_ratio_and_cleans_up(pg_url: str, backend: str) -> None:
+    from bench import feed
+
+    lines: list[str] = []
+    feed.run(pg_url if backend == "postgres" else "", seconds=2.5, clients=3, tables=2,
+             out=lines.append)
+    assert RATIO.match(lines[-1]) and lines[-1].startswith("ratio feed_vs_poll ")
+    assert _ratios(lines)["feed_vs_poll"] >= 0  # 0 only when nothing arrived (a busy CI)
+    assert any(line.startswith("SSE: ") for line in lines)
+    assert _schemas(pg_url, "loo_bench_feed_%") == []

@@ -1,0 +1,209 @@
+"""`loo bench feed`: commit-to-delivery latency of the club feed over SSE, against a client
+polling the JSON feed every 100 ms, in the same run.
+
+A real `loo serve` (gunicorn gthread, 2 workers, `--streams` sized for the subscribers) on a
+fresh SQLite file (or a fresh PostgreSQL schema with --database-url). `tables` club tables
+are played over HTTP by one writer each (every turn's first legal action) for `seconds`;
+`clients` SSE subscribers follow the club feed, and one more client polls
+`GET /v1/clubs/{id}/events?after=` every 100 ms. Latency = arrival at the client minus the
+event's `recorded_at` (one clock: the same machine). Prints events/s delivered to the SSE
+clients, p50/p99 of both, and `ratio feed_vs_poll V target 1.0` with V = poll p99 / SSE p99.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+import uuid
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ledger.cli.tail import frames, open_stream
+
+Out = Callable[[str], None]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _call(base: str, method: str, path: str, token: str | None = None,
+          body: Any = None) -> Any:
+    data = None if body is None else json.dumps(body).encode()
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    req = urllib.request.Request(base + path, data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return json.loads(r.read())
+    except urllib.error.HTTPError as err:
+        return json.loads(err.read())
+
+
+def _ts(recorded_at: str) -> float:
+    return datetime.fromisoformat(recorded_at).timestamp()
+
+
+def _pct(xs: list[float], q: float) -> float:
+    if not xs:
+        return float("nan")
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+def run(database_url: str = "", seconds: float = 10.0, clients: int = 100, tables: int = 8,
+        out: Out = print) -> None:
+    tmp = tempfile.mkdtemp(prefix="loo-bench-feed-")
+    schema = None
+    url = f"sqlite:///{os.path.join(tmp, 'bench.db')}"
+    if database_url.startswith("postgres"):
+        import psycopg
+
+        from bench.api import in_schema
+
+        schema = f"loo_bench_feed_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(database_url, autocommit=True) as conn:
+            conn.execute(f"CREATE SCHEMA {schema}".encode())
+        url = in_schema(database_url, schema)
+    port = _free_port()
+    loo = str(Path(sys.executable).with_name("loo"))
+    env = {**{k: v for k, v in os.environ.items() if k not in ("REDIS_URL",)},
+           "DATABASE_URL": url, "LOO_CHECKPOINT_KEY_FILE": os.path.join(tmp, "key"),
+           "LOO_LOG_LEVEL": "WARNING", "LOO_SSE_KEEPALIVE": "1"}
+    log = open(os.path.join(tmp, "serve.log"), "w")  # noqa: SIM115 - closed below
+    streams = clients // 2 + 4  # per worker: the subscribers split over 2 workers
+    proc = subprocess.Popen([loo, "serve", "--port", str(port), "--workers", "2",
+                             "--streams", str(streams)], env=env, stdout=log,
+                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(base + "/healthz", timeout=2):
+                    break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError("loo serve did not start") from None
+                time.sleep(0.1)
+        _measure(base, seconds, clients, tables, out)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+        if schema is not None:
+            import psycopg
+
+            with psycopg.connect(database_url, autocommit=True) as conn:
+                conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'.encode())
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _measure(base: str, seconds: float, clients: int, tables: int, out: Out) -> None:
+    club = _call(base, "POST", "/v1/clubs", body={"name": "Bench"})
+    cid, token = club["id"], club["token"]
+    made = [_call(base, "POST", f"/v1/clubs/{cid}/tables", token, {
+        "variant": "loo", "scoring": "pool", "first_dealer": 0, "deal": "shuffled",
+        "seats": [{"name": n} for n in ("Ann", "Bob", "Cat", "Dan")]}) for _ in range(tables)]
+    start_after = 0  # the club's last position so far: everyone starts after the setup
+    while True:
+        page = _call(base, "GET", f"/v1/clubs/{cid}/events?after={start_after}&limit=500",
+                     token)
+        if not page["events"]:
+            break
+        start_after = page["next"]
+    stop = threading.Event()
+    sse_lat: list[list[float]] = [[] for _ in range(clients)]
+    ready = threading.Barrier(clients + 1)
+    url = f"{base}/v1/clubs/{cid}/events"
+
+    conns: list[Any] = []
+
+    def subscriber(i: int) -> None:
+        conn, resp = open_stream(url, token, str(start_after), timeout=30)
+        conns.append(conn)
+        ready.wait()
+        try:
+            for f in frames(resp):
+                if f.comment is None:
+                    sse_lat[i].append(time.time() - _ts(json.loads(f.data)["recorded_at"]))
+                if stop.is_set():
+                    return
+        except OSError:
+            return
+        finally:
+            conn.close()
+
+    poll_lat: list[float] = []
+
+    def poller() -> None:
+        after = start_after
+        while not stop.is_set():
+            page = _call(base, "GET", f"/v1/clubs/{cid}/events?after={after}&limit=500", token)
+            now = time.time()
+            poll_lat.extend(now - _ts(e["recorded_at"]) for e in page["events"])
+            after = page["next"]
+            time.sleep(0.1)
+
+    def writer(t: dict[str, Any]) -> None:
+        admin = t["admin_token"]
+        while not stop.is_set():
+            view = _call(base, "GET", f"/v1/tables/{t['id']}", admin)
+            if view.get("status") != "playing" or not view.get("legal_actions"):
+                time.sleep(0.05)
+                continue
+            move = view["legal_actions"][0] | {"expected_version": view["version"]}
+            _call(base, "POST", f"/v1/tables/{t['id']}/actions", admin, move)
+
+    subs = [threading.Thread(target=subscriber, args=(i,), daemon=True) for i in range(clients)]
+    for s in subs:
+        s.start()
+    ready.wait()
+    threads = [threading.Thread(target=poller, daemon=True)] + [
+        threading.Thread(target=writer, args=(t,), daemon=True) for t in made]
+    began = time.monotonic()
+    for t in threads:
+        t.start()
+    time.sleep(seconds)
+    stop.set()
+    for t in threads:
+        t.join(timeout=10)
+    elapsed = time.monotonic() - began
+    time.sleep(0.5)  # the subscribers take in what was committed last
+    for conn in conns:
+        conn.close()  # the server notices at its next keep-alive and frees the stream
+    delivered = sum(len(x) for x in sse_lat)
+    every = [x for lat in sse_lat for x in lat]
+    committed = len(poll_lat)
+    out(f"setup: {tables} tables played over HTTP for {seconds:g}s, {clients} SSE "
+        f"subscribers on the club feed, 1 client polling the JSON feed every 100 ms")
+    out(f"events committed (seen by the poller): {committed} ({committed / elapsed:,.0f}/s)")
+    out(f"SSE: {delivered} deliveries, {delivered / elapsed:,.0f} events/s to {clients} "
+        f"clients; commit-to-delivery p50 {1000 * statistics.median(every or [0]):.0f} ms "
+        f"p99 {1000 * _pct(every, 0.99):.0f} ms")
+    out(f"poll 100 ms: p50 {1000 * statistics.median(poll_lat or [0]):.0f} ms "
+        f"p99 {1000 * _pct(poll_lat, 0.99):.0f} ms")
+    ratio = _pct(poll_lat, 0.99) / _pct(every, 0.99) if every and poll_lat else 0.0
+    out(f"ratio feed_vs_poll {ratio:.2f} target 1.0")
+
+
+if __name__ == "__main__":
+    run()

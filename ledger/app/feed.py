@@ -1,0 +1,347 @@
+"""Live feeds (API.md Feeds): a table's or a club's events as they are committed, for
+Server-Sent Events (ledger/api/feeds.py) and anything else that follows the store.
+
+One poller per process (`Hub`) asks the store "anything after position P?" once per
+`poll` seconds while anyone listens, keeps the recent events in memory and wakes every
+stream waiting on them: a hundred listeners cost one query per interval, not a hundred.
+A stream first catches up from the store itself (from its Last-Event-ID), then follows
+the hub; when it has fallen behind what the hub still holds it reads the store again.
+
+Order and exactly-once: the hub follows `read_all`, which never skips an event committed
+behind a later position (the store's high-water mark), and a stream's cursor is the last
+position it has passed, so a client resuming after the last `id:` it saw gets every later
+event once, in position order. A table's own events are read by position as well (a
+table's positions follow its versions).
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ledger.app.checkpoints import SETTLEMENT_ENDS
+from ledger.app.service import Ledger
+from ledger.app.views import Viewer, live_hand, redact
+from ledger.store.base import EventStore, StoredEvent
+
+log = logging.getLogger(__name__)
+
+PAGE = 1000  # events per store read
+CHECKPOINT_WAIT = 2.0  # seconds a settled head's checkpoint may trail its event
+
+
+@dataclass(frozen=True, slots=True)
+class FeedConfig:
+    keepalive: float = 15.0  # seconds between comment lines on an idle stream
+    max_seconds: float = 300.0  # a stream ends after this long; the client reconnects
+    max_streams: int = 32  # open streams per process; more are refused (503)
+    poll: float = 0.05  # seconds between the hub's store reads while anyone listens
+
+
+class Hub:
+    """The process's one follower of the store (see the module docstring)."""
+
+    def __init__(self, store: EventStore, poll: float = 0.05, keep: int = 20_000) -> None:
+        self.store, self.poll, self.keep = store, poll, keep
+        self._cond = threading.Condition()
+        self._events: list[StoredEvent] = []
+        self._positions: list[int] = []
+        self.floor = 0  # every event with floor < position <= head is in _events
+        self.head = 0
+        self._ready = False
+        self._listeners = 0
+        self._thread: threading.Thread | None = None
+        self._pid = os.getpid()
+
+    # ---- listeners -------------------------------------------------------------------------
+    def subscribe(self) -> None:
+        with self._cond:
+            self._listeners += 1
+            if self._thread is None or not self._thread.is_alive():
+                self._ready = False
+                self._thread = threading.Thread(target=self._run, name="loo-feed-hub",
+                                                daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+
+    def unsubscribe(self) -> None:
+        with self._cond:
+            self._listeners -= 1
+
+    def wake(self) -> None:
+        """Poll now (a writer of this process has just committed)."""
+        with self._cond:
+            self._cond.notify_all()
+
+    # ---- the poller ------------------------------------------------------------------------
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                if self._listeners <= 0:
+                    # Nobody listens: stop; the next listener starts afresh from the head.
+                    self._ready = False
+                    self._thread = None
+                    self._cond.notify_all()
+                    return
+                ready = self._ready
+            try:
+                if not ready:
+                    head = self.store.last_position()
+                    with self._cond:
+                        self._events, self._positions = [], []
+                        self.floor = self.head = head
+                        self._ready = True
+                        self._cond.notify_all()
+                page = self.store.read_all(after_position=self.head, limit=PAGE)
+            except Exception:  # the store is down: listeners wait, and the hub tries again
+                log.exception("feed hub: reading the store failed")
+                time.sleep(max(self.poll, 0.5))
+                continue
+            if page:
+                with self._cond:
+                    self._events.extend(page)
+                    self._positions.extend(s.position for s in page)
+                    self.head = page[-1].position
+                    if len(self._events) > 2 * self.keep:
+                        cut = len(self._events) - self.keep
+                        self.floor = self._positions[cut - 1]
+                        del self._events[:cut], self._positions[:cut]
+                    self._cond.notify_all()
+            if len(page) < PAGE:
+                with self._cond:
+                    self._cond.wait(self.poll)
+
+    def snapshot_floor(self, timeout: float) -> int | None:
+        """The hub's floor once it is ready (None if it is not within `timeout`)."""
+        with self._cond:
+            if not self._cond.wait_for(lambda: self._ready, timeout):
+                return None
+            return self.floor
+
+    def wait(self, after: int, timeout: float) -> list[StoredEvent] | None:
+        """The events after position `after` the hub holds, waiting up to `timeout` for
+        some; [] when none came; None when `after` is behind what the hub holds (the caller
+        reads the store instead)."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                if self._ready:
+                    if after < self.floor:
+                        return None
+                    if self.head > after:
+                        i = bisect.bisect_right(self._positions, after)
+                        return self._events[i:]
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return []
+                self._cond.wait(remaining)
+
+
+_hubs: dict[tuple[int, int], Hub] = {}
+_hubs_lock = threading.Lock()
+
+
+def hub_for(ledger: Ledger, poll: float) -> Hub:
+    """This process's hub for the ledger's store (a forked worker makes its own)."""
+    store = ledger.store
+    key = (os.getpid(), id(store))
+    with _hubs_lock:
+        found = _hubs.get(key)
+        if found is None:
+            found = _hubs[key] = Hub(store, poll)
+        return found
+
+
+# ---- sources: what a stream follows --------------------------------------------------------
+
+class Source(Protocol):
+    def catch_up(self, after: int) -> tuple[list[StoredEvent], bool]:
+        """Events after position `after` read from the store, and whether more remain."""
+        ...
+
+    def render(self, events: Sequence[StoredEvent]) -> list[tuple[int, str, dict[str, Any]]]:
+        """(position, type, JSON) of the events this caller gets, checkpoints included."""
+        ...
+
+
+class TableSource:
+    """One table's events, as the caller's token may see them (the JSON feed's view)."""
+
+    def __init__(self, ledger: Ledger, table_id: str, viewer: Viewer) -> None:
+        self.ledger, self.table_id, self.viewer = ledger, table_id, viewer
+
+    def catch_up(self, after: int) -> tuple[list[StoredEvent], bool]:
+        found = self.ledger.store.load_after_position(self.table_id, after, PAGE)
+        return found, len(found) == PAGE
+
+    def render(self, events: Sequence[StoredEvent]) -> list[tuple[int, str, dict[str, Any]]]:
+        mine = [s for s in events if s.table_id == self.table_id]
+        if not mine:
+            return []
+        out = table_events(self.ledger, self.table_id, mine, self.viewer,
+                           wait=CHECKPOINT_WAIT)
+        return [(s.position, s.type, e) for s, e in zip(mine, out, strict=True)]
+
+
+def table_events(ledger: Ledger, table_id: str, stored: Sequence[StoredEvent],
+                 viewer: Viewer, wait: float = 0.0,
+                 live: int | None | bool = False) -> list[dict[str, Any]]:
+    """A table's events as the feeds serve them to `viewer`: redacted while their hand is
+    live (as the table is now, unless `live` gives its live hand), and the end of each
+    hand's settlement carrying its signed `checkpoint` (API.md Checkpoints)."""
+    if live is False:
+        # The process's latest fold when it already covers these events (a hundred streams
+        # of one club then read the store once, not a hundred times).
+        p = ledger.cached(table_id)
+        if p is None or (stored and p.version < stored[-1].version):
+            p = ledger.load(table_id)
+        live = live_hand(p.table)
+    out = [redact(s, viewer, live) for s in stored]  # type: ignore[arg-type]
+    attach_checkpoints(ledger, table_id, stored, out, wait)
+    return out
+
+
+class ClubSource:
+    """A club's stream and all its tables' events, as a spectator sees them, each with
+    `stream` (the club feed's view). Tables created from now on join as they appear."""
+
+    def __init__(self, ledger: Ledger, club_id: str, table_ids: set[str]) -> None:
+        self.ledger, self.club_id = ledger, club_id
+        self.streams = {club_id} | set(table_ids)
+
+    def catch_up(self, after: int) -> tuple[list[StoredEvent], bool]:
+        found = self.ledger.store.read_all(after_position=after, limit=PAGE)
+        return found, len(found) == PAGE
+
+    def selects(self, s: StoredEvent) -> bool:
+        if s.table_id in self.streams:
+            return True
+        if s.type == "table_created" and s.data.get("club") == self.club_id:
+            self.streams.add(s.table_id)
+            return True
+        return False
+
+    def render(self, events: Sequence[StoredEvent]) -> list[tuple[int, str, dict[str, Any]]]:
+        mine = [s for s in events if self.selects(s)]
+        docs = club_feed(self.ledger, self.club_id, mine, wait=CHECKPOINT_WAIT)
+        return [(s.position, s.type, d) for s, d in zip(mine, docs, strict=True)]
+
+
+SPECTATOR = Viewer(admin=False, spectator=True)
+
+
+def club_feed(ledger: Ledger, club_id: str, stored: Sequence[StoredEvent],
+              wait: float = 0.0) -> list[dict[str, Any]]:
+    """Events of a club's feed (its own stream and its tables'), as a spectator sees them,
+    each with `stream`, in the order given."""
+    by_table: dict[str, list[int]] = {}
+    for i, s in enumerate(stored):
+        if s.table_id != club_id:
+            by_table.setdefault(s.table_id, []).append(i)
+    out: list[dict[str, Any]] = [club_event(s) if s.table_id == club_id else {}
+                                 for s in stored]
+    for table_id, idx in by_table.items():
+        docs = table_events(ledger, table_id, [stored[i] for i in idx], SPECTATOR, wait)
+        for i, d in zip(idx, docs, strict=True):
+            out[i] = d | {"stream": table_id}
+    return out
+
+
+def club_event(s: StoredEvent) -> dict[str, Any]:
+    """An event of a club's own stream as the feed serves it."""
+    return {"version": s.version, "position": s.position, "type": s.type, "hand": None,
+            "data": s.data, "recorded_at": s.recorded_at, "causation": s.causation,
+            "hash": s.hash, "prev_hash": s.prev_hash, "stream": "club"}
+
+
+def attach_checkpoints(ledger: Ledger, table_id: str, stored: Sequence[StoredEvent],
+                       out: list[dict[str, Any]], wait: float) -> None:
+    """Give the event that ends a hand's settlement its checkpoint (`checkpoint`).
+
+    Checkpoints are saved right after the append that settles a hand, so a live stream may
+    meet the event a moment before its checkpoint: it waits up to `wait` seconds for it. A
+    process that died between the two leaves none; the next hand's covers the chain then.
+    """
+    ends = [i for i, s in enumerate(stored) if s.type in SETTLEMENT_ENDS]
+    if not ends:
+        return
+    deadline = time.monotonic() + wait
+    while True:
+        found = {cp["version"]: cp for cp in ledger.checkpoints(table_id)}
+        missing = []
+        for i in ends:
+            cp = found.get(stored[i].version)
+            if cp is not None:
+                out[i]["checkpoint"] = cp
+            else:
+                missing.append(i)
+        if not missing or time.monotonic() >= deadline:
+            return
+        # Only the last event of a settlement gets one: a hand_settled followed by game_won
+        # waits for nothing (the settlement and game_won are appended together).
+        ends = [i for i in missing if _is_head(ledger, stored[i])]
+        if not ends:
+            return
+        time.sleep(0.05)
+
+
+def _is_head(ledger: Ledger, s: StoredEvent) -> bool:
+    if s.type == "game_won":
+        return True
+    after = ledger.store.load(s.table_id, s.version, s.version + 1)
+    return not (after and after[0].type == "game_won")
+
+
+# ---- streams -------------------------------------------------------------------------------
+
+def sse_frame(position: int, kind: str, data: Any, dumps: Callable[[Any], bytes]) -> bytes:
+    return b"id: %d\nevent: %s\ndata: %s\n\n" % (position, kind.encode(), dumps(data))
+
+
+def follow(source: Source, hub: Hub, after: int, config: FeedConfig,
+           dumps: Callable[[Any], bytes], clock: Callable[[], float] = time.monotonic,
+           ) -> Iterator[bytes]:
+    """The SSE body: every event after position `after`, then each as it is committed; a
+    comment line after `keepalive` seconds of silence; the end after `max_seconds`."""
+    end = clock() + config.max_seconds
+    quiet_until = clock() + config.keepalive
+    last = after
+    caught_up = False
+    yield b"retry: 1000\n: following from position %d\n\n" % after
+    while True:
+        now = clock()
+        if now >= end:
+            return
+        if not caught_up:
+            floor = hub.snapshot_floor(timeout=min(5.0, end - now))
+            if floor is None:
+                yield b": waiting for the store\n\n"
+                continue
+            events, more = source.catch_up(last)
+            if not more:
+                caught_up = True
+        else:
+            got = hub.wait(last, timeout=max(0.0, min(quiet_until, end) - now))
+            if got is None:  # behind what the hub holds: read the store again
+                caught_up = False
+                continue
+            events, floor = got, None
+        if events:
+            frames = source.render(events)
+            last = max(last, events[-1].position)
+            if frames:
+                yield b"".join(sse_frame(p, k, d, dumps) for p, k, d in frames)
+                quiet_until = clock() + config.keepalive
+        if caught_up and floor is not None:
+            # Every event at or below the hub's floor was committed before this catch-up
+            # read the store, so the read saw all of them that this stream selects.
+            last = max(last, floor)
+        if clock() >= quiet_until:
+            yield b": keepalive\n\n"
+            quiet_until = clock() + config.keepalive

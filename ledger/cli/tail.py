@@ -1,0 +1,155 @@
+"""`loo tail TABLE | --club ID`: follow a feed's Server-Sent Events over HTTP, one line per
+event, reconnecting with Last-Event-ID whenever the stream ends or breaks (so no event is
+shown twice or skipped). Also the small SSE client the tests and `loo bench feed` use."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import click
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One dispatched SSE event, or a comment line (`comment` set, the rest empty)."""
+
+    id: str | None = None
+    event: str = "message"
+    data: str = ""
+    comment: str | None = None
+
+    def json(self) -> Any:
+        return json.loads(self.data)
+
+
+class StreamRefused(Exception):
+    def __init__(self, status: int, body: bytes, retry_after: str | None) -> None:
+        super().__init__(f"HTTP {status}: {body[:300].decode(errors='replace')}")
+        self.status, self.body, self.retry_after = status, body, retry_after
+
+
+def open_stream(url: str, token: str | None, last_id: str | None = None,
+                timeout: float = 30.0) -> tuple[http.client.HTTPConnection,
+                                                http.client.HTTPResponse]:
+    """GET `url` with Accept: text/event-stream; StreamRefused unless it answers 200."""
+    parts = urlsplit(url)
+    cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    conn = cls(parts.hostname or "127.0.0.1", parts.port, timeout=timeout)
+    headers = {"Accept": "text/event-stream"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    if last_id is not None:
+        headers["Last-Event-ID"] = last_id
+    path = parts.path + (f"?{parts.query}" if parts.query else "")
+    conn.request("GET", path or "/", headers=headers)
+    resp = conn.getresponse()
+    if resp.status != 200:
+        body = resp.read()
+        conn.close()
+        raise StreamRefused(resp.status, body, resp.getheader("Retry-After"))
+    return conn, resp
+
+
+def frames(resp: http.client.HTTPResponse) -> Iterator[Frame]:
+    """Parse an event stream (the WHATWG rules this service's streams need) until it ends."""
+    event_id: str | None = None
+    kind, data = "message", []
+    while True:
+        line = resp.readline()
+        if not line:
+            return
+        text = line.decode().rstrip("\r\n")
+        if not text:
+            if data:
+                yield Frame(event_id, kind, "\n".join(data))
+            kind, data = "message", []
+            continue
+        if text.startswith(":"):
+            yield Frame(comment=text[1:].strip())
+            continue
+        field, _, value = text.partition(":")
+        value = value.removeprefix(" ")
+        if field == "id":
+            event_id = value
+        elif field == "event":
+            kind = value
+        elif field == "data":
+            data.append(value)
+
+
+def follow(url: str, token: str | None, last_id: str | None = None, *,
+           timeout: float = 60.0, max_reconnects: int | None = None) -> Iterator[Frame]:
+    """Every event of the feed, across reconnects (resuming after the last id seen)."""
+    reconnects = 0
+    while True:
+        try:
+            conn, resp = open_stream(url, token, last_id, timeout)
+        except StreamRefused as err:
+            if err.status != 503:
+                raise
+            time.sleep(float(err.retry_after or 5))
+            continue
+        try:
+            for f in frames(resp):
+                if f.comment is None and f.id is not None:
+                    last_id = f.id
+                yield f
+        except (OSError, http.client.HTTPException):
+            pass  # a broken stream: reconnect from the last id
+        finally:
+            conn.close()
+        reconnects += 1
+        if max_reconnects is not None and reconnects > max_reconnects:
+            return
+        time.sleep(0.2)
+
+
+def line_for(f: Frame) -> str:
+    """One line for an event: position, stream (club feeds), type, hand and the data."""
+    doc = f.json()
+    if f.event == "checkpoint":
+        return (f"{f.id} {doc.get('stream', doc.get('table'))} checkpoint "
+                f"version={doc.get('version')} hash={str(doc.get('hash'))[:16]}")
+    where = f" {doc['stream']}" if "stream" in doc else ""
+    hand = f" hand={doc['hand']}" if doc.get("hand") is not None else ""
+    data = json.dumps(doc.get("data", {}), separators=(",", ":"), ensure_ascii=False)
+    return f"{f.id}{where} v{doc.get('version')} {f.event}{hand} {data}"
+
+
+@click.command("tail")
+@click.argument("table", required=False)
+@click.option("--club", "club_id", default=None, help="follow a club's feed instead")
+@click.option("--url", envvar="LOO_URL", default="http://127.0.0.1:8000", show_default=True,
+              help="the service (env LOO_URL)")
+@click.option("--token", envvar="LOO_TOKEN", required=True,
+              help="a token of the table or club (env LOO_TOKEN)")
+@click.option("--after", type=click.IntRange(min=0), default=0, show_default=True,
+              help="start after this position")
+@click.option("--comments", is_flag=True, help="print keep-alive comments too")
+def tail_cmd(table: str | None, club_id: str | None, url: str, token: str, after: int,
+             comments: bool) -> None:
+    """Follow TABLE's events (or --club ID's) live, one line per event, until interrupted."""
+    if (table is None) == (club_id is None):
+        raise click.UsageError("name a TABLE or give --club ID (one of them)")
+    path = f"/v1/clubs/{club_id}/events" if club_id else f"/v1/tables/{table}/events"
+    try:
+        for f in follow(url.rstrip("/") + path, token, str(after)):
+            if f.comment is not None:
+                if comments:
+                    click.echo(f": {f.comment}")
+                continue
+            click.echo(line_for(f))
+            sys.stdout.flush()
+    except StreamRefused as err:
+        raise click.ClickException(str(err)) from None
+    except OSError as err:
+        raise click.ClickException(f"cannot follow {url}{path}: {err}") from None
+    except KeyboardInterrupt:
+        return
