@@ -109,7 +109,7 @@ DEFAULT_THREADS = 3
 def serve(host: str, port: int, workers: int, threads: int, streams: int | None) -> None:
     """Serve the HTTP API (the schema is upgraded first)."""
     with metrics_dir():
-        _serve(host, port, workers, threads)
+        _serve(host, port, workers, threads, streams)
 
 
 @contextmanager
@@ -138,7 +138,7 @@ def _exit_on_sigterm(signum: int, frame: Any) -> None:
     raise SystemExit(0)  # unwinds, so `loo serve` removes its metrics directory
 
 
-def _serve(host: str, port: int, workers: int, threads: int) -> None:
+def _serve(host: str, port: int, workers: int, threads: int, streams: int | None) -> None:
     s = settings()
     from ledger.api.feeds import feed_config
 
