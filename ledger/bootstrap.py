@@ -128,6 +128,9 @@ class Container:
     ledger: Ledger
 
     def close(self) -> None:
+        stop = getattr(self.dispatcher, "close", None)
+        if stop is not None:
+            stop()  # the in-process timers: none fires on a closed store
         self.store.close()
         if self.queue is not None:
             self.queue.connection.close()

@@ -16,4 +16,7 @@ class Dispatcher(Protocol):
 
     def enqueue(self, func_path: str, *args: Any, job_id: str) -> None: ...
 
+    def schedule(self, func_path: str, *args: Any, at: float, job_id: str) -> None:
+        """Run the job at Unix time `at` (turn timers); the same job id is one job."""
+
     def ping(self) -> dict[str, Any]: ...

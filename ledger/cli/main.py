@@ -161,7 +161,28 @@ def _serve(host: str, port: int, workers: int, threads: int, streams: int | None
 
     if s.log_format == "json":  # the app's own access lines replace werkzeug's
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    recover_timers_in_background(container)
     run_simple(host, port, create_app(container), threaded=True)
+
+
+def recover_timers_in_background(container: Any) -> None:
+    """Embedded default: schedule the turn timers the stored tables owe, off the start-up
+    path (a restarted server still times out a seat). With RQ they wait in Redis, and
+    `loo worker`'s reconciler schedules any that were lost."""
+    if container.queue is not None:
+        return
+    from workers.reconcile import recover_timers
+
+    def run() -> None:
+        try:
+            count = recover_timers(container.ledger)
+        except Exception:  # the server serves all the same; the next move schedules anew
+            log.exception("recovering turn timers failed")
+            return
+        if count:
+            log.info("turn timers: %d table(s) with a seat on the clock scheduled", count)
+
+    threading.Thread(target=run, name="loo-recover-timers", daemon=True).start()
 
 
 def worker_class() -> str:
@@ -199,7 +220,9 @@ class GunicornApp(BaseApplication):  # type: ignore[misc]
     def load(self) -> Any:
         from ledger.api.app import create_app
 
-        return create_app(bootstrap(self.settings, upgrade=False))
+        container = bootstrap(self.settings, upgrade=False)
+        recover_timers_in_background(container)
+        return create_app(container)
 
 
 # ---- worker ------------------------------------------------------------------------------
