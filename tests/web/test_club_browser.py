@@ -68,9 +68,10 @@ def ok(base: str, method: str, path: str, token: str | None = None, body: Any = 
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     cwd = tmp_path_factory.mktemp("club-serve")
     # Keep-alives every second: a stream whose page went away is noticed (and its slot
-    # freed) within a second, as pages come and go quickly here.
+    # freed) within a second, as pages come and go quickly here. Streams end after 2 s, so
+    # every page here resumes its stream with Last-Event-ID, again and again.
     with serving(cwd=cwd, DATABASE_URL=f"sqlite:///{cwd / 'loo.db'}",
-                 LOO_SSE_KEEPALIVE="1") as url:
+                 LOO_SSE_KEEPALIVE="1", LOO_SSE_MAX_SECONDS="2") as url:
         yield {"url": url, "log": cwd / "serve.log"}
 
 
@@ -403,8 +404,21 @@ def test_the_seat_page_follows_the_event_stream(club, live_table, browser):  # n
         # The page polls every 15 s while it streams: only the stream brings this in time.
         wait_for(f"version {version} on the page", lambda v=version: browser.find_element(
             By.ID, "summary").get_attribute("data-version") == str(v), deadline=5)
-    assert int(live.get_attribute("data-events")) >= 2
     assert int(live.get_attribute("data-last-id")) > version  # a position, not a version
+    # The server ends each stream after 2 s: the page resumes with Last-Event-ID and still
+    # gets every event exactly once.
+    wait_for("a resumed stream", lambda: int(live.get_attribute("data-connects") or 0) >= 2,
+             deadline=8)
+    version = move_over_the_api(base, live_table)
+    wait_for(f"version {version} after the reconnect", lambda: browser.find_element(
+        By.ID, "summary").get_attribute("data-version") == str(version), deadline=5)
+    start = int(live.get_attribute("data-start"))
+    events = ok(base, "GET", f"/v1/tables/{tid}/events?limit=500",
+                live_table["admin_token"])["events"]
+    after = [e["position"] for e in events if e["position"] > start]
+    wait_for("every event", lambda: live.get_attribute("data-last-id") == str(after[-1]))
+    assert int(live.get_attribute("data-events")) == len(after)
+    assert live.get_attribute("data-duplicates") == "0"
     settle(browser, "club-seat-live")
 
 
@@ -462,3 +476,44 @@ def test_the_page_polls_when_the_server_refuses_the_stream(tmp_path, browser):  
         wait_for("the stream after the retry", lambda: browser.find_element(
             By.ID, "live").get_attribute("data-live") == "stream", deadline=12)
         browser.get("about:blank")
+
+
+def test_a_viewer_token_reads_the_club_and_is_offered_no_writes(club, members, browser):  # noqa: F811
+    base, cid, token = club["url"], club["id"], club["token"]
+    viewer = ok(base, "POST", f"/v1/clubs/{cid}/tokens", token,
+                {"role": "viewer", "label": "club screen"})["token"]
+    browser.get(f"{base}/clubs/{cid}/members")
+    browser.find_element(By.ID, "forget-token").click()  # this tab had the owner's token
+    field = wait_for("the token form", lambda: (lambda e: e.is_displayed() and e)(
+        browser.find_element(By.ID, "club-token")))
+    field.send_keys(viewer)
+    browser.find_element(By.CSS_SELECTOR, "#club-token-form button").click()
+    wait_for("the members", lambda: len(text_of(browser, "#members td.member-name")) >= 4)
+    assert browser.find_element(By.ID, "club-role").text == "viewer"
+    assert not browser.find_element(By.ID, "add-member-card").is_displayed()
+    assert not browser.find_elements(By.CSS_SELECTOR, "#members button")
+    settle(browser, "club-viewer")
+    browser.find_element(By.ID, "forget-token").click()
+    field = wait_for("the token form", lambda: (lambda e: e.is_displayed() and e)(
+        browser.find_element(By.ID, "club-token")))
+    field.send_keys(token)
+    browser.find_element(By.CSS_SELECTOR, "#club-token-form button").click()
+    wait_for("the owner again", lambda: browser.find_element(By.ID, "club-role").text
+             == "owner")
+
+
+def test_club_pages_fit_a_phone_width_screen(club, season_table, browser):  # noqa: F811
+    base, cid = club["url"], club["id"]
+    browser.set_window_size(390, 844)
+    try:
+        for page, ready in (("", "#count-tables"), ("/members", "#members tbody tr"),
+                            ("/tables", "#tables tbody tr"),
+                            ("/standings", "#standings-chart")):
+            browser.get(f"{base}/clubs/{cid}{page}")
+            wait_for(page or "home", lambda r=ready: browser.find_elements(By.CSS_SELECTOR, r))
+            overflow = browser.execute_script(
+                "return document.documentElement.scrollWidth - window.innerWidth")
+            assert overflow <= 0, f"{page}: {overflow}px wider than the screen"
+            settle(browser, "club-phone" + page.replace("/", "-"))
+    finally:
+        browser.set_window_size(1100, 1300)
