@@ -213,10 +213,12 @@ def standings_on_page(browser: Any) -> dict[str, dict[str, str]]:  # noqa: F811
     return rows
 
 
-def check_standings(club: dict[str, Any], browser: Any, season: str) -> dict[str, Any]:  # noqa: F811
-    """The page's table and chart against GET /standings for the season (pool scoring)."""
+def check_standings(club: dict[str, Any], browser: Any, season: str,  # noqa: F811
+                    scoring: str = "pool") -> dict[str, Any]:
+    """The page's table and chart against GET /standings for the season and scoring."""
     base, cid, token = club["url"], club["id"], club["token"]
-    api = ok(base, "GET", f"/v1/clubs/{cid}/standings?season={season}&scoring=pool", token)
+    api = ok(base, "GET", f"/v1/clubs/{cid}/standings?season={season}&scoring={scoring}",
+             token)
     wait_for("the standings as of now", lambda: browser.find_element(
         By.CSS_SELECTOR, "#standings tbody").get_attribute("data-as-of") == str(api["as_of"]))
     shown = standings_on_page(browser)
@@ -228,7 +230,8 @@ def check_standings(club: dict[str, Any], browser: Any, season: str) -> dict[str
     finals = wait_for("the chart", lambda: browser.find_elements(
         By.CSS_SELECTOR, "#standings-chart circle[data-final]"))
     assert {d.get_attribute("data-member"): int(d.get_attribute("data-value"))
-            for d in finals} == {r["member"]: r["chips"] for r in api["rows"]}
+            for d in finals} == {r["member"]: r["chips" if scoring == "pool" else "points"]
+                                 for r in api["rows"]}
     return api
 
 
@@ -257,6 +260,27 @@ def test_standings_table_chart_and_csv_agree_with_the_api(club, season, season_t
     assert {r["name"] for r in rows} == {"Ann", "<script>", "'=cmd()", "Dan"}
     assert path.name == "standings-Autumn_2026.csv"
     settle(browser, "club-standings-downloaded")
+
+
+def test_points_standings_chart_the_points(club, members, season, browser):  # noqa: F811
+    base, cid, token = club["url"], club["id"], club["token"]
+    made = ok(base, "POST", f"/v1/clubs/{cid}/tables", token, {
+        "season": season, "deal": "results", "first_dealer": 0, "scoring": "points",
+        "options": {"target": 50}, "seats": [{"member": m} for m in members]})
+    for result in (RESULT_B, RESULT_A, RESULT_B):
+        ok(base, "POST", f"/v1/tables/{made['id']}/hands", token, {"result": result})
+    browser.get(f"{base}/clubs/{cid}/standings#season={season}")
+    wait_for("the pool standings first", lambda: browser.find_element(
+        By.CSS_SELECTOR, "#standings tbody").get_attribute("data-loaded")
+        == f"season={season}&scoring=pool")
+    browser.find_element(By.CSS_SELECTOR, "select[name=scoring] option[value=points]").click()
+    wait_for("the points standings", lambda: browser.find_element(
+        By.CSS_SELECTOR, "#standings tbody").get_attribute("data-loaded")
+        == f"season={season}&scoring=points")
+    api = check_standings(club, browser, season, "points")
+    assert any(r["points"] for r in api["rows"])
+    assert browser.find_element(By.ID, "season-chart-title").text == "Points over the season"
+    settle(browser, "club-standings-points")
 
 
 def test_the_tables_page_filters_and_opens_the_admin_view_where_a_hand_is_voided(
@@ -517,3 +541,33 @@ def test_club_pages_fit_a_phone_width_screen(club, season_table, browser):  # no
             settle(browser, "club-phone" + page.replace("/", "-"))
     finally:
         browser.set_window_size(1100, 1300)
+
+
+def test_a_club_is_created_and_opened_from_the_home_page(server, browser):  # noqa: F811
+    base = server["url"]
+    browser.get(base + "/")
+    form = wait_for("the new club form", lambda: browser.find_element(By.ID, "new-club"))
+    form.find_element(By.NAME, "name").send_keys("The Crown & <Anchor>")
+    form.find_element(By.CSS_SELECTOR, "button").click()
+    wait_for("the owner token shown once", lambda: browser.find_element(
+        By.ID, "new-club-done").is_displayed())
+    cid = browser.find_element(By.ID, "new-club-id").text
+    token = browser.find_element(By.ID, "new-club-token").text
+    assert ok(base, "GET", f"/v1/clubs/{cid}", token)["role"] == "owner"
+    settle(browser, "club-created")
+    browser.find_element(By.ID, "new-club-link").click()
+    wait_for("the new club", lambda: browser.find_element(By.ID, "club-name").text
+             == "The Crown & <Anchor>")
+    assert token not in browser.current_url
+    # Another tab's way in: the club's id and token on the home page.
+    browser.find_element(By.ID, "forget-token").click()
+    wait_for("the gate", lambda: browser.find_element(By.ID, "club-gate").is_displayed())
+    browser.get(base + "/")
+    form = wait_for("the open club form", lambda: browser.find_element(By.ID, "open-club"))
+    form.find_element(By.NAME, "club").send_keys(cid)
+    form.find_element(By.NAME, "token").send_keys(token)
+    form.find_element(By.CSS_SELECTOR, "button").click()
+    wait_for("the club opened", lambda: browser.find_element(By.ID, "club-name").text
+             == "The Crown & <Anchor>")
+    assert browser.current_url == f"{base}/clubs/{cid}"
+    assert not browser.find_element(By.ID, "club-gate").is_displayed()
