@@ -219,6 +219,14 @@ def bootstrap(settings: Settings, *, upgrade: bool = True) -> Container:
     ledger = Ledger(store, dispatcher, signer=signer)
     if queue is None:
         dispatcher.bind(ledger=ledger)  # in-process jobs use this ledger, not a new one
+        from workers.webhooks import InlineWebhooks
+
+        ledger.on_club_commit = InlineWebhooks(ledger).kick  # threads of their own
+    else:
+        from workers.webhooks import JOB_FOR_CLUB
+
+        ledger.on_club_commit = lambda club_id: dispatcher.enqueue(
+            JOB_FOR_CLUB, club_id, job_id=f"webhooks:{club_id}")
     return Container(settings, store, queue, dispatcher, ledger)
 
 

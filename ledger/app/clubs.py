@@ -116,6 +116,7 @@ class Clubs:
         self.store.append(club_id, [NewEvent(type=e.type, hand=None, data=ev.to_data(e),
                                              causation=cause) for e in events],
                           version, idempotency_key=key, request_hash=request_hash)
+        self.ledger.committed(club_id)
 
     def link_table(self, club_id: str, table_id: str, season: str | None,
                    members: tuple[str | None, ...], variant: str, scoring: str) -> None:
