@@ -221,12 +221,12 @@ def bootstrap(settings: Settings, *, upgrade: bool = True) -> Container:
         dispatcher.bind(ledger=ledger)  # in-process jobs use this ledger, not a new one
         from workers.webhooks import InlineWebhooks
 
-        ledger.on_club_commit = InlineWebhooks(ledger).kick  # threads of their own
+        ledger.webhooks = InlineWebhooks(ledger)  # type: ignore[attr-defined]
+        ledger.on_club_commit = ledger.webhooks.kick  # type: ignore[attr-defined]
     else:
-        from workers.webhooks import JOB_FOR_CLUB
+        from workers.webhooks import rq_trigger
 
-        ledger.on_club_commit = lambda club_id: dispatcher.enqueue(
-            JOB_FOR_CLUB, club_id, job_id=f"webhooks:{club_id}")
+        ledger.on_club_commit = rq_trigger(dispatcher)
     return Container(settings, store, queue, dispatcher, ledger)
 
 

@@ -79,6 +79,13 @@ def deliver(club_id: str, webhook_id: str, *, ledger: Ledger | None = None) -> s
     return result.state
 
 
+def rq_trigger(dispatcher: Any) -> Any:
+    """What a commit of a club calls under RQ: one `for_club` job per club while queued."""
+    def trigger(club_id: str) -> None:
+        dispatcher.enqueue(JOB_FOR_CLUB, club_id, job_id=f"webhooks:{club_id}")
+    return trigger
+
+
 def sweep(led: Ledger) -> int:
     """Enqueue every live endpoint of every club (the reconciler's pass)."""
     count = 0
@@ -102,10 +109,20 @@ class InlineWebhooks:
         self._again: set[str] = set()
         self._thread: threading.Thread | None = None
         self._pool: ThreadPoolExecutor | None = None
+        self._next_sweep = time.time() + self.SWEEP
 
-    def kick(self, club_id: str) -> None:
+    SWEEP = 60.0  # seconds between passes over every club (what a restart left owed)
+
+    def start(self) -> None:
+        """Begin now (a serving process): the first sweep finds what was owed before."""
         with self._cond:
-            self._clubs.add(club_id)
+            self._next_sweep = 0.0
+        self.kick(None)
+
+    def kick(self, club_id: str | None) -> None:
+        with self._cond:
+            if club_id is not None:
+                self._clubs.add(club_id)
             if self._thread is None or not self._thread.is_alive():
                 self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="loo-webhook")
                 self._thread = threading.Thread(target=self._loop, name="loo-webhooks",
@@ -116,15 +133,23 @@ class InlineWebhooks:
     def _loop(self) -> None:
         while True:
             with self._cond:
-                wait = 30.0
+                wait = max(0.0, self._next_sweep - time.time())
                 if self._timers:
                     wait = max(0.0, min(wait, self._timers[0][0] - time.time()))
                 if not self._clubs and wait > 0:
                     self._cond.wait(wait)
                 clubs, self._clubs = self._clubs, set()
+                sweep_now = time.time() >= self._next_sweep
+                if sweep_now:
+                    self._next_sweep = time.time() + self.SWEEP
                 due = []
                 while self._timers and self._timers[0][0] <= time.time():
                     due.append(heapq.heappop(self._timers)[1:])
+            if sweep_now:
+                try:
+                    clubs |= {t for t in self.ledger.store.table_ids() if t.startswith("club_")}
+                except Exception:  # noqa: BLE001 - the store is down or closed: next time
+                    log.warning("webhooks: the sweep could not list the clubs", exc_info=True)
             for club_id in clubs:
                 for wid in _live(self.ledger, club_id):
                     self._submit(club_id, wid)

@@ -123,7 +123,17 @@ def serve(host: str, port: int, workers: int, threads: int, streams: int | None)
 
     from ledger.api.app import create_app
 
-    run_simple(host, port, create_app(container), threaded=True)
+    app = create_app(container)
+    start_webhooks(container)
+    run_simple(host, port, app, threaded=True)
+
+
+def start_webhooks(container: Any) -> None:
+    """In-process webhook delivery (no REDIS_URL) starts with the server: what a restart
+    left owed goes out without waiting for the club's next event."""
+    runner = getattr(container.ledger, "webhooks", None)
+    if runner is not None:
+        runner.start()
 
 
 def worker_class() -> str:
@@ -159,7 +169,10 @@ class GunicornApp(BaseApplication):  # type: ignore[misc]
     def load(self) -> Any:
         from ledger.api.app import create_app
 
-        return create_app(bootstrap(self.settings, upgrade=False))
+        container = bootstrap(self.settings, upgrade=False)
+        app = create_app(container)
+        start_webhooks(container)
+        return app
 
 
 # ---- worker ------------------------------------------------------------------------------
@@ -213,6 +226,12 @@ def die_with_this_process() -> None:
 
 def reconcile_once(ledger: Any) -> None:
     from workers.reconcile import reconcile
+    from workers.webhooks import sweep
+
+    try:
+        sweep(ledger)  # every endpoint's delivery job, once (a queued one is not doubled)
+    except Exception:
+        log.exception("webhook sweep failed")
 
     try:
         count = reconcile(ledger)
