@@ -13,9 +13,9 @@ from urllib.parse import urlsplit
 if TYPE_CHECKING:
     from rq import Queue
 
+    from ledger.app.dispatch import Dispatcher
     from ledger.app.service import Ledger
     from ledger.store.base import EventStore
-    from workers.queue import Dispatcher
 
 DEFAULT_DATABASE_URL = "sqlite:///loo.db"  # relative: ./loo.db in the working directory
 DATABASE_SCHEMES = ("sqlite", "postgresql", "postgres", "memory")  # memory: tests only
@@ -121,6 +121,9 @@ class Container:
     ledger: Ledger
 
     def close(self) -> None:
+        stop = getattr(self.dispatcher, "close", None)
+        if stop is not None:
+            stop()  # the in-process timers: none fires on a closed store
         self.store.close()
         if self.queue is not None:
             self.queue.connection.close()

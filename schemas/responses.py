@@ -6,6 +6,8 @@ from typing import Any
 
 from marshmallow import INCLUDE, Schema, fields, post_dump, validate
 
+from ledger.core.events import REGISTRY
+
 
 class Open(Schema):
     """Documents the contract's fields and keeps the extra ones ("extra fields are fine")."""
@@ -87,7 +89,12 @@ class CreatedOut(Open):
 class EventOut(Open):
     version = fields.Integer(required=True)
     position = fields.Integer(required=True)
-    type = fields.String(required=True)
+    type = fields.String(required=True, metadata={
+        "description": "the event catalogue (API.md): " + ", ".join(sorted(REGISTRY)) + ". "
+                       "turn_timed_out {seat, seconds}: the seat to act let options."
+                       "turn_seconds pass; the events of the action the service took for it "
+                       "follow (drop where allowed, else its lowest legal play; a discard "
+                       "puts out its lowest tiles)"})
     hand = fields.Integer(allow_none=True, required=True)
     data = fields.Dict(required=True)
     recorded_at = fields.String(required=True)

@@ -37,3 +37,15 @@ def _is_retry() -> bool:
 
     job = get_current_job()
     return job is not None and job.retries_left is not None and job.retries_left < RETRY_MAX
+
+
+def time_out(table_id: str, expected_version: int, *, ledger: Ledger | None = None) -> str:
+    """A turn timer (options.turn_seconds): act for the seat to act at `expected_version`.
+
+    Scheduled with a job id naming the table and version; a move made first (or this very
+    job run twice) finds another version and changes nothing ("stale").
+    """
+    from workers.runtime import current_ledger
+
+    led = ledger or current_ledger()
+    return led.time_out(table_id, expected_version)

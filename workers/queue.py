@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import heapq
 import importlib
+import itertools
 import logging
+import math
 import os
 import re
 import socket
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 import redis
 from rq import Queue, Retry
@@ -21,6 +25,8 @@ from rq.registry import ScheduledJobRegistry
 from rq.serializers import JSONSerializer
 from rq.utils import as_text, now
 from rq.worker import Worker
+
+from ledger.app.dispatch import Mode
 
 log = logging.getLogger(__name__)
 
@@ -32,12 +38,6 @@ RETRY_MAX, RETRY_INTERVALS = 3, [1, 5, 15]  # seconds before each retry
 DEFAULT_JOB_TIMEOUT = 180  # rq's default; past it (+ a margin) a started job is dead for sure
 SCHEDULED_GRACE = 30  # seconds past its time after which a scheduled retry has no scheduler
 DEQUEUE_GRACE = 1.0  # seconds a live worker may hold a job it dequeued before starting it
-
-
-class Dispatcher(Protocol):
-    def enqueue(self, func_path: str, *args: Any, job_id: str) -> None: ...
-
-    def ping(self) -> dict[str, Any]: ...
 
 
 def resolve(func_path: str) -> Any:
@@ -61,7 +61,7 @@ def make_queue(redis_url: str, name: str, *, socket_timeout: float = 5.0) -> Que
 class InlineDispatcher:
     """Runs each job in the calling thread right after the command committed.
 
-    `in_process` tells the ledger so: it then decides what the job would append (the
+    Its mode "inline" tells the ledger so: it then decides what the job would append (the
     settlement, an auto-dealt hand, bot turns) before the command commits and appends it
     in the command's own transaction, so the job usually finds nothing left to do.
 
@@ -71,7 +71,7 @@ class InlineDispatcher:
     write picks the table up again.
     """
 
-    in_process = True
+    mode: Mode = "inline"
 
     def __init__(self, **inject: Any) -> None:
         self.inject = dict(inject)
@@ -103,8 +103,89 @@ class InlineDispatcher:
         finally:
             local.running = False
 
+    def schedule(self, func_path: str, *args: Any, at: float, job_id: str) -> None:
+        """Run the job at Unix time `at`, on this process's one timer thread."""
+        timers = self._timers
+        if timers is None:
+            with _TIMERS_LOCK:
+                if self._timers is None:
+                    self._timers = Timers(self._run_later)
+                timers = self._timers
+        timers.add(at, job_id, func_path, args)
+
+    _timers: Timers | None = None
+
+    def _run_later(self, func_path: str, args: tuple[Any, ...], job_id: str) -> None:
+        """A due timer: the job runs in the timer thread, and what it enqueues there too."""
+        self.enqueue(func_path, *args, job_id=job_id)
+
+    def pending(self) -> list[tuple[float, str]]:
+        """(Unix time, job id) of the timers waiting in this process, soonest first."""
+        return [] if self._timers is None else self._timers.pending()
+
+    def close(self) -> None:
+        if self._timers is not None:
+            self._timers.stop()
+
     def ping(self) -> dict[str, Any]:
         return {"backend": "inline"}
+
+
+_TIMERS_LOCK = threading.Lock()
+
+
+class Timers:
+    """One daemon thread and a heap of (time, job): the embedded default's scheduler.
+
+    A job id already waiting is not added twice. The thread sleeps until the soonest timer
+    (or until one sooner is added), runs what is due and goes back to sleep. Times are Unix
+    seconds (time.time), as the ledger computes them from recorded_at.
+    """
+
+    def __init__(self, run: Callable[[str, tuple[Any, ...], str], None],
+                 clock: Callable[[], float] = time.time) -> None:
+        self._run, self._clock = run, clock
+        self._heap: list[tuple[float, int, str, str, tuple[Any, ...]]] = []
+        self._ids: set[str] = set()
+        self._seq = itertools.count()
+        self._cond = threading.Condition()
+        self._stopped = False
+        self._thread = threading.Thread(target=self._loop, name="loo-timers", daemon=True)
+        self._thread.start()
+
+    def add(self, at: float, job_id: str, func_path: str, args: tuple[Any, ...]) -> None:
+        with self._cond:
+            if job_id in self._ids:
+                return
+            self._ids.add(job_id)
+            heapq.heappush(self._heap, (at, next(self._seq), job_id, func_path, args))
+            self._cond.notify()
+
+    def pending(self) -> list[tuple[float, str]]:
+        with self._cond:
+            return sorted((at, jid) for at, _n, jid, _f, _a in self._heap)
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._cond.notify()
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._stopped:
+                    wait = self._heap[0][0] - self._clock() if self._heap else None
+                    if wait is not None and wait <= 0:
+                        break
+                    self._cond.wait(timeout=wait)
+                if self._stopped:
+                    return
+                _at, _n, job_id, func_path, args = heapq.heappop(self._heap)
+                self._ids.discard(job_id)
+            try:
+                self._run(func_path, args, job_id)
+            except Exception:  # a timer thread must outlive a failing job
+                log.exception("timer job %s failed", job_id)
 
 
 def abandoned(job: Job) -> bool:
@@ -221,7 +302,7 @@ def _proc_stat(pid: int) -> tuple[str | None, float | None]:
 class RqDispatcher:
     """Enqueues to RQ with a deterministic job id: a duplicate of a live job is a no-op."""
 
-    asynchronous = True  # a worker runs the job later: callers must not wait for its events
+    mode: Mode = "queued"  # a worker runs the job later: callers must not wait for its events
 
     def __init__(self, queue: Queue) -> None:
         self.queue = queue
@@ -261,6 +342,35 @@ class RqDispatcher:
         self.queue.enqueue(func_path, *args, job_id=jid, unique=True,
                            retry=Retry(max=RETRY_MAX, interval=RETRY_INTERVALS),
                            description=f"{func_path}{args!r}")
+
+    def schedule(self, func_path: str, *args: Any, at: float, job_id: str) -> None:
+        """Enqueue at Unix time `at` through rq's scheduler (`loo worker` runs it); the id
+        is deterministic, so scheduling twice is one job. A scheduled job well past its time
+        (no scheduler is moving it: its worker died holding the scheduler lock) is enqueued
+        now instead. An unreachable Redis is logged: the reconciler schedules it again."""
+        jid = rq_job_id(job_id)
+        try:
+            job = self.queue.fetch_job(jid)
+            if job is not None:
+                status = job.get_status(refresh=False)
+                if status == JobStatus.SCHEDULED and _overdue(job):
+                    log.warning("timer %s: overdue, no scheduler moved it; enqueued now", jid)
+                    job.delete(remove_from_queue=True)
+                elif status not in _ENDED and not abandoned(job):
+                    return  # scheduled, queued or running
+                else:
+                    job.delete(remove_from_queue=True)
+            retry = Retry(max=RETRY_MAX, interval=RETRY_INTERVALS)
+            if at <= time.time():  # already due (a timer recovered late): no scheduler needed
+                self.queue.enqueue(func_path, *args, job_id=jid, retry=retry,
+                                   description=f"{func_path}{args!r}")
+                return
+            # rq keeps whole seconds (it would truncate): round up, never early.
+            self.queue.enqueue_at(datetime.fromtimestamp(math.ceil(at), UTC), func_path, *args,
+                                  job_id=jid, retry=retry, description=f"{func_path}{args!r}")
+        except redis.RedisError as err:
+            log.error("timer %s not scheduled (%s): the reconciler will schedule it", job_id,
+                      err)
 
     def ping(self) -> dict[str, Any]:
         self.queue.connection.ping()

@@ -12,7 +12,7 @@ import weakref
 from typing import TYPE_CHECKING
 
 from ledger.app import handlers
-from ledger.app.projector import project
+from ledger.app.projector import Projection, project
 
 if TYPE_CHECKING:
     from ledger.app.service import Ledger
@@ -28,9 +28,19 @@ _idle_lock = threading.Lock()
 
 def waiting_tables(ledger: Ledger) -> list[str]:
     """Tables whose next step belongs to the workers (a settlement or a bot's turn)."""
+    return _scan(ledger)[0]
+
+
+def timed_tables(ledger: Ledger) -> list[tuple[str, Projection]]:
+    """Tables where a person is to act on the clock (options.turn_seconds), as folded."""
+    return _scan(ledger)[1]
+
+
+def _scan(ledger: Ledger) -> tuple[list[str], list[tuple[str, Projection]]]:
     with _idle_lock:
         idle = _idle.setdefault(ledger, {})
     out = []
+    timed = []
     for table_id in ledger.store.table_ids():
         known = idle.get(table_id)
         if known is not None and ledger.store.version(table_id) == known:
@@ -41,16 +51,34 @@ def waiting_tables(ledger: Ledger) -> list[str]:
         if handlers.next_command(p) is not None:
             idle.pop(table_id, None)
             out.append(table_id)
+        elif handlers.timer_owed(p) is not None:
+            idle.pop(table_id, None)
+            timed.append((table_id, p))
         else:
             idle[table_id] = p.version
-    return out
+    return out, timed
 
 
 def reconcile(ledger: Ledger) -> int:
-    """Enqueue the job of every waiting table; returns how many tables were waiting (a job
-    still queued or running under the same id is not enqueued twice)."""
+    """Enqueue the job of every waiting table, and schedule the turn timer of every table
+    where a person is on the clock (a lost timer is scheduled again, from the time the turn
+    began); returns how many tables were waiting on a job (a job still queued or running
+    under the same id is not enqueued twice, nor a timer still scheduled)."""
+    jobs, timed = _scan(ledger)
     count = 0
-    for table_id in waiting_tables(ledger):
+    for table_id in jobs:
         if ledger.dispatch(table_id):
             count += 1
+    for table_id, p in timed:
+        ledger.schedule_timer(table_id, p)
+    return count
+
+
+def recover_timers(ledger: Ledger) -> int:
+    """At start-up: schedule the turn timer every stored table owes (a restarted server
+    still times out a seat; one whose time has passed is timed out at once). Returns how
+    many were scheduled."""
+    count = 0
+    for table_id, p in timed_tables(ledger):
+        count += ledger.schedule_timer(table_id, p)
     return count

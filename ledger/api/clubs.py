@@ -465,14 +465,13 @@ class ClubHistoryResource(MethodView):
                  and f.get("since", "") <= t.created_at[:10]
                  and t.created_at[:10] <= f.get("until", "9999-12-31")]
         led = ledger()
-        store = led.store
 
         def lines() -> Iterator[bytes]:
             for link in links:
-                up_to = store.version(link.table_id)
+                up_to = led.version(link.table_id)
                 checkpoints = led.checkpoints(link.table_id, up_to)
                 for doc in table_history(link.table_id,
-                                         lambda a, b, t=link.table_id: store.load(t, a, b),
+                                         lambda a, b, t=link.table_id: led.events(t, a, b),
                                          up_to, checkpoints):
                     yield orjson.dumps(doc) + b"\n"
 
@@ -501,12 +500,12 @@ class ClubFeedResource(MethodView):
                                                 {t.table_id for t in loaded.club.tables}),
                                 feeds.start_position(after))
         streams = {club_id} | {t.table_id for t in loaded.club.tables}
-        store = ledger().store
+        led = ledger()
         found: list[Any] = []
         scanned = 0
         position = after
         while len(found) < limit and scanned < FEED_SCAN:
-            page = store.read_all(after_position=position, limit=1000)
+            page = led.read_all(after_position=position, limit=1000)
             if not page:
                 break
             for s in page:

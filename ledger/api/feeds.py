@@ -149,7 +149,7 @@ def stream(ledger: Ledger, source: Source, after: int) -> Response:
                        f"this server process already holds {slots.size} open event streams; "
                        "retry shortly (or follow the JSON feed with ?after=)",
                        headers={"Retry-After": "5"})
-    hub = hub_for(ledger.store, config.poll)
+    hub = hub_for(ledger, config.poll)
     hub.subscribe()
 
     def release() -> None:

@@ -34,9 +34,9 @@ class HandHistory(MethodView):
         if p.table.hand is None or not 1 <= number <= p.table.hand.number:
             raise NotFound("hand_not_found", f"hand {number} has not been played at this table")
         first = p.hand_starts[number - 1]
-        before = project(led.store.load(table_id, up_to_version=first - 1)).table
-        mine = hand_events(led.store.load(table_id, after_version=first - 1,
-                                          up_to_version=p.version), number)
+        before = project(led.events(table_id, up_to_version=first - 1)).table
+        mine = hand_events(led.events(table_id, after_version=first - 1,
+                                      up_to_version=p.version), number)
         if not any(s.type == "hand_settled" for s in mine):
             raise Conflict("hand_live", f"hand {number} is still being played: its history "
                            "is published once it is complete and settled")
@@ -54,11 +54,11 @@ class TableHistory(MethodView):
         led = ledger()
         p = led.load(table_id)
         viewer_for(p)
-        store, up_to = led.store, p.version
+        up_to = p.version
         checkpoints = led.checkpoints(table_id, up_to)
 
         def lines() -> Iterator[bytes]:
-            docs = table_history(table_id, lambda a, b: store.load(table_id, a, b), up_to,
+            docs = table_history(table_id, lambda a, b: led.events(table_id, a, b), up_to,
                                  checkpoints)
             for doc in docs:
                 yield orjson.dumps(doc) + b"\n"

@@ -46,7 +46,7 @@ def _hand_bounds(table_id: str, number: int) -> tuple[Any, list[Any], list[Any]]
     p = led.load(table_id)
     if p.table.hand is None or not 1 <= number <= p.table.hand.number:
         raise NotFound("hand_not_found", f"hand {number} has not been played at this table")
-    stored = led.store.load(table_id, up_to_version=p.version)  # the state `p` was folded from
+    stored = led.events(table_id, up_to_version=p.version)  # the state `p` was folded from
     first = p.hand_starts[number - 1]
     before = [s for s in stored if s.version < first]
     mine = [s for s in stored if s.version >= first and s.hand == number]
@@ -115,22 +115,22 @@ class Events(MethodView):
         # Only events of the state `p` (redaction follows it, and a hand dealt since must not
         # pass as one already complete); `after` past the end reads nothing (and an integer
         # beyond the database's is no reason for a 500).
-        stored = led.store.load(table_id, after_version=after,
-                                up_to_version=min(after + limit, p.version)) \
+        stored = led.events(table_id, after_version=after,
+                            up_to_version=min(after + limit, p.version)) \
             if after < p.version else []
         return {"events": table_events(led, table_id, stored, viewer, live=live_hand(p.table)),
                 "next": stored[-1].version if stored else after}
 
 
 @blp.route("/<table_id>/ledger")
-class Ledger(MethodView):
+class LedgerResource(MethodView):
     @blp.response(200, LedgerOut)
     def get(self, table_id: str) -> Any:
         """Every chip transfer (pool games) or every points delta (points games)."""
         led = ledger()
         p = led.load(table_id)
         viewer_for(p)
-        stored = led.store.load(table_id, up_to_version=p.version)  # totals are of `p`
+        stored = led.events(table_id, up_to_version=p.version)  # totals are of `p`
         out = chip_ledger(stored, p.table.players)
         if p.table.opts.scoring == "points":
             out |= score_sheet(stored, p.table)
@@ -145,7 +145,7 @@ class Audit(MethodView):
         led = ledger()
         p = led.load(table_id)
         require_admin(viewer_for(p))
-        return audit(led.store.load(table_id, up_to_version=p.version), p,
+        return audit(led.events(table_id, up_to_version=p.version), p,
                      led.checkpoints(table_id), led.signer.private.public_key())
 
 

@@ -10,7 +10,7 @@ from flask.views import MethodView
 from ledger.api import idempotency as idem
 from ledger.api.auth import authenticate, ledger, viewer_for
 from ledger.api.blueprint import Blueprint
-from ledger.api.writes import BODY_PARSER, first_answer, write, write_response
+from ledger.api.writes import BODY_PARSER, write, write_response
 from ledger.app.contract import IdempotentResult
 from ledger.app.projector import Projection
 from ledger.app.service import token_hash
@@ -59,9 +59,9 @@ def create(cmd: c.CreateTable) -> tuple[str, dict[str, Any], Projection]:
     request_hash = idem.fingerprint(None, request.get_json(silent=True)) if key else None
     led = ledger()
     table_id, tokens, p = led.create_table(cmd, idempotency_key=key, request_hash=request_hash)
-    found = led.store.idempotent_result(table_id, key) if key else None
+    found = led.idempotent_result(table_id, key)
     if found is not None:  # a repeat answers as the first request was answered
-        p, _ = first_answer(led, table_id, found)
+        p, _ = led.first_answer(table_id, found)
     return table_id, tokens, p
 
 

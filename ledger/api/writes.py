@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Callable
 from typing import Any
@@ -12,13 +11,12 @@ from webargs.flaskparser import FlaskParser
 
 from ledger.api import idempotency as idem
 from ledger.api.auth import authenticated, ledger, require_admin, viewer_for
-from ledger.app.contract import AlreadyApplied, IdempotentResult, StoredEvent, VersionConflict
-from ledger.app.projector import Projection, project
-from ledger.app.service import Ledger, Outcome
+from ledger.app.contract import AlreadyApplied, IdempotentResult, VersionConflict
+from ledger.app.projector import Projection
+from ledger.app.service import Outcome
 from ledger.app.views import Viewer, live_hand, redact, table_view
 from ledger.core import commands as c
 from ledger.core.errors import LedgerError
-from ledger.core.rules import table as tb
 
 Written = Outcome | IdempotentResult  # what a write appended, or the earlier run it repeats
 LATEST_RETRIES = 4  # writes without expected_version: fresh decisions after a lost race
@@ -66,7 +64,7 @@ def write(table_id: str, body: dict[str, Any],
     request_hash = None
     if key is not None:
         request_hash = idem.fingerprint(viewer, request.get_json(silent=True))
-        found = idem.check(led.store.idempotent_result(table_id, key), request_hash)
+        found = idem.check(led.idempotent_result(table_id, key), request_hash)
         if found is not None:
             return viewer, found
 
@@ -102,8 +100,8 @@ def write_response(table_id: str, viewer: Viewer, written: Written) -> dict[str,
     """`version`, the events from the write on (bots' moves included), and the table."""
     led = ledger()
     if isinstance(written, IdempotentResult):
-        p, stored = first_answer(led, table_id, written)
-    elif led.cached(table_id) is written.projection or not _answers_follow_ups(led):
+        p, stored = led.first_answer(table_id, written)
+    elif led.cached(table_id) is written.projection or led.queued:
         # Nothing followed in this process (no in-process bot moves), or what follows is a
         # worker's to append (RQ): answer from the write itself, without reading back what
         # was just appended, nor a worker's moves that happen to have landed meanwhile.
@@ -112,48 +110,8 @@ def write_response(table_id: str, viewer: Viewer, written: Written) -> dict[str,
         p = led.load(table_id)
         # Up to the version loaded: an event written meanwhile (a hand dealt by another
         # process) would be redacted against the wrong hand.
-        stored = led.store.load(table_id, after_version=written.first_version - 1,
-                                up_to_version=p.version)
+        stored = led.events(table_id, after_version=written.first_version - 1,
+                            up_to_version=p.version)
     live = live_hand(p.table)
     return {"version": p.version, "events": [redact(s, viewer, live) for s in stored],
             "table": table_view(table_id, p, viewer)}
-
-
-def first_answer(led: Ledger, table_id: str,
-                 found: IdempotentResult) -> tuple[Projection, list[StoredEvent]]:
-    """The table and the events the first request with this Idempotency-Key was answered
-    with (API.md: a repeat returns the first answer), whatever was written since: its own
-    events and, with in-process jobs, what followed from them by itself (rule, settlement,
-    an auto-dealt hand, bots), up to the next write a client made."""
-    latest = led.load(table_id)
-    stored = led.store.load(table_id, after_version=found.first_version - 1)
-    end = found.last_version
-    for prev, s in itertools.pairwise(stored if _answers_follow_ups(led) else ()):
-        if s.version <= found.last_version:
-            continue
-        if not _follows_by_itself(prev, s, latest.table):
-            break
-        end = s.version
-    stored = [s for s in stored if s.version <= end]
-    if end == latest.version:
-        return latest, stored
-    return project(led.store.load(table_id, up_to_version=end)), stored
-
-
-def _answers_follow_ups(led: Ledger) -> bool:
-    """Whether a write's answer holds what followed from it by itself: not when a worker
-    runs the jobs (RQ), appending whenever it gets to them: then the first answer is the
-    write's own events, and a repeat gives those too (as Ledger.create_table does)."""
-    return not getattr(led.dispatcher, "asynchronous", False)
-
-
-def _follows_by_itself(prev: StoredEvent, s: StoredEvent, t: tb.Table) -> bool:
-    """Whether `s` was appended by the service itself after `prev`, not by a client's write."""
-    cause = s.causation or ""
-    if cause.startswith(("bot:", "event:")):
-        return True  # a bot's move; what a rule makes follow (tricks, settlement)
-    if cause.startswith("command:") and cause == prev.causation:
-        return True  # the rest of the batch `prev` belongs to
-    # With auto_deal the settlement deals the next hand in the same batch (handlers.settle).
-    return (s.type == "hand_started" and prev.type == "hand_settled"
-            and t.opts.deal == "shuffled" and t.opts.auto_deal)

@@ -147,8 +147,9 @@ _hubs: dict[tuple[int, int], Hub] = {}
 _hubs_lock = threading.Lock()
 
 
-def hub_for(store: EventStore, poll: float) -> Hub:
-    """This process's hub for the store (a forked worker makes its own)."""
+def hub_for(ledger: Ledger, poll: float) -> Hub:
+    """This process's hub for the ledger's store (a forked worker makes its own)."""
+    store = ledger.store
     key = (os.getpid(), id(store))
     with _hubs_lock:
         found = _hubs.get(key)

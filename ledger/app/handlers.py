@@ -14,6 +14,8 @@ from ledger.core.rules import table as tb
 from ledger.core.rules.bots import POLICIES
 from ledger.core.rules.legal import legal_actions
 from ledger.core.rules.options import make_options
+from ledger.core.rules.timers import seat_on_the_clock
+from ledger.core.rules.timers import time_out as rules_time_out
 from ledger.core.rules.view import seat_view
 
 Seeds = Callable[[], bytes]
@@ -94,6 +96,20 @@ def play_bot(p: Projection) -> tuple[list[ev.Event], str]:
     rng = random.Random(f"{t.hand.commitment}:{p.version}")
     action = policy(seat_view(t.hand, seat), legal_actions(t.hand, seat), rng)
     return tb.act(t, action), f"{name}@{version}"
+
+
+def time_out(p: Projection, cmd: c.TimeOut) -> list[ev.Event]:
+    return rules_time_out(p.table, cmd.seat)
+
+
+def timer_owed(p: Projection) -> tuple[int, int] | None:
+    """(seat, seconds) when a person is to act at a table with options.turn_seconds."""
+    seat = seat_on_the_clock(p.table)
+    if seat is None:
+        return None
+    seconds = p.table.opts.turn_seconds
+    assert seconds is not None
+    return seat, seconds
 
 
 def bot_to_act(t: tb.Table) -> int | None:

@@ -5,31 +5,39 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import itertools
 import logging
 import os
 import secrets
 import threading
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from datetime import datetime
+from typing import Any
 
 from ledger.app import handlers
 from ledger.app.checkpoints import Signer, settled_heads
+from ledger.app.dispatch import Dispatcher
 from ledger.app.projector import Projection, fold, project
 from ledger.core import commands as c
 from ledger.core import events as ev
 from ledger.core.errors import NotFound
+from ledger.core.rules import table as tb
 from ledger.store.base import (
     AlreadyApplied,
     EventStore,
     IdempotencyConflict,
+    IdempotentResult,
     NewEvent,
     StoredEvent,
     VersionConflict,
 )
 
 JOB_ADVANCE = "workers.jobs.advance"
+JOB_TIME_OUT = "workers.jobs.time_out"
+TIMER_SLACK = 0.05  # seconds: a timer that fires this early (clock granularity) still acts
 MAX_STEPS = 400  # follow-ups run at once; a longer all-bot run goes on in a fresh job
 
 log = logging.getLogger(__name__)
@@ -42,10 +50,6 @@ _TABLE_LEVEL = (ev.TableCreated, ev.SeatFilled, ev.DealerChosen, ev.TableClosed,
                 ev.SpectatorAdded, ev.SpectatorRevoked)
 
 
-class Dispatcher(Protocol):
-    def enqueue(self, func_path: str, *args: Any, job_id: str) -> None: ...
-
-
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """What a command appended, and the table after it."""
@@ -53,6 +57,24 @@ class Outcome:
     first_version: int
     stored: list[StoredEvent]
     projection: Projection
+
+
+def _unix(recorded_at: str) -> float:
+    """An event's recorded_at (ISO 8601, UTC) as Unix seconds."""
+    return datetime.fromisoformat(recorded_at).timestamp()
+
+
+def _follows_by_itself(prev: StoredEvent, s: StoredEvent, t: tb.Table) -> bool:
+    """Whether `s` was appended by the service itself after `prev`, not by a client's write
+    (the causations `_envelopes` gives; the auto-deal of `handlers.settle`)."""
+    cause = s.causation or ""
+    if cause.startswith(("bot:", "event:")):
+        return True  # a bot's move; what a rule makes follow (tricks, settlement)
+    if cause.startswith("command:") and cause == prev.causation:
+        return True  # the rest of the batch `prev` belongs to
+    # With auto_deal the settlement deals the next hand in the same batch (handlers.settle).
+    return (s.type == "hand_started" and prev.type == "hand_settled"
+            and t.opts.deal == "shuffled" and t.opts.auto_deal)
 
 
 def token_hash(token: str) -> str:
@@ -76,8 +98,10 @@ class Ledger:
 
     def __init__(self, store: EventStore, dispatcher: Dispatcher | None = None,
                  seeds: Callable[[], bytes] = lambda: os.urandom(32),
-                 signer: Signer | None = None) -> None:
+                 signer: Signer | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
         self.store = store
+        self.clock = clock  # Unix seconds: when turn timers fall due (tests inject one)
         # Without a configured key (unit tests) checkpoints are signed with a key of this run.
         self.signer = signer or Signer.generate()
         self.dispatcher = dispatcher
@@ -95,6 +119,11 @@ class Ledger:
             except Exception:  # the write has committed; the sweep delivers later
                 log.exception("webhook trigger for %s failed", club_id)
 
+    @property
+    def queued(self) -> bool:
+        """Whether a worker runs the follow-up jobs later (RQ), not this process at once."""
+        return self.dispatcher is not None and self.dispatcher.mode == "queued"
+
     # ---- reads ----------------------------------------------------------------------------
     def load(self, table_id: str) -> Projection:
         """The table folded to its latest version (incrementally, from a per-process cache)."""
@@ -106,6 +135,44 @@ class Ledger:
         assert p is not None
         self._remember(table_id, p)
         return p
+
+    def events(self, table_id: str, after_version: int = 0,
+               up_to_version: int | None = None) -> list[StoredEvent]:
+        """The table's stored events after_version < version <= up_to_version, in order."""
+        return self.store.load(table_id, after_version, up_to_version)
+
+    def version(self, table_id: str) -> int:
+        return self.store.version(table_id)
+
+    def read_all(self, after_position: int = 0, limit: int = 1000) -> list[StoredEvent]:
+        """Every stream's events by global position (following it never skips one)."""
+        return self.store.read_all(after_position, limit)
+
+    def idempotent_result(self, table_id: str, key: str | None) -> IdempotentResult | None:
+        """What an earlier write with this Idempotency-Key appended, if one did."""
+        return self.store.idempotent_result(table_id, key) if key is not None else None
+
+    def first_answer(self, table_id: str,
+                     found: IdempotentResult) -> tuple[Projection, list[StoredEvent]]:
+        """The table and the events the first request with this Idempotency-Key was
+        answered with (a repeat returns the first answer), whatever was written since: its
+        own events and, with inline jobs, what followed from them by itself (rule,
+        settlement, an auto-dealt hand, bots), up to the next write a client made. With
+        queued jobs a worker appends whenever it gets to them, so the first answer was the
+        write's own events, and a repeat gives those too (as create_table does)."""
+        latest = self.load(table_id)
+        stored = self.store.load(table_id, after_version=found.first_version - 1)
+        end = found.last_version
+        for prev, s in itertools.pairwise(() if self.queued else stored):
+            if s.version <= found.last_version:
+                continue
+            if not _follows_by_itself(prev, s, latest.table):
+                break
+            end = s.version
+        stored = [s for s in stored if s.version <= end]
+        if end == latest.version:
+            return latest, stored
+        return project(self.store.load(table_id, up_to_version=end)), stored
 
     def cached(self, table_id: str) -> Projection | None:
         """The latest projection this process has seen of the table (no database read)."""
@@ -157,8 +224,8 @@ class Ledger:
             if found is None or found.request_hash != request_hash:
                 raise IdempotencyConflict(idempotency_key) from None
             return table_id, tokens, self.load(table_id)
-        self.dispatch(table_id, out.projection)
-        if getattr(self.dispatcher, "asynchronous", False):
+        self.dispatch(table_id, out.projection, _unix(out.stored[-1].recorded_at))
+        if self.queued:
             # A worker appends what follows (bots, the deal) whenever it gets to the job:
             # the answer is the table as created, whatever the worker has done meanwhile.
             return table_id, tokens, out.projection
@@ -185,7 +252,7 @@ class Ledger:
         out = self._append(table_id, p, events, cause, idempotency_key, request_hash,
                            follow=dispatch)
         if dispatch:
-            self.dispatch(table_id, out.projection)
+            self.dispatch(table_id, out.projection, _unix(out.stored[-1].recorded_at))
         return out
 
     def _decide(self, p: Projection, cmd: c.Command) -> tuple[list[ev.Event], str]:
@@ -200,6 +267,9 @@ class Ledger:
         elif isinstance(cmd, c.PlayBot):
             events, policy = handlers.play_bot(p)
             cause = f"bot:{policy}"
+        elif isinstance(cmd, c.TimeOut):
+            events = handlers.time_out(p, cmd)
+            cause = f"timer:{cmd.seat}"
         elif isinstance(cmd, c.CloseTable):
             events = handlers.close(p)
         elif isinstance(cmd, c.VoidHand):
@@ -222,7 +292,8 @@ class Ledger:
         # The table after the append, folded from the events themselves: decoding them back
         # from their stored form gives the same state (tests/unit/test_service.py).
         proj = fold(enumerate(events, version + 1), p)
-        if follow and events and getattr(self.dispatcher, "in_process", False):
+        if follow and events and self.dispatcher is not None \
+                and self.dispatcher.mode == "inline":
             # A failing step leaves the command standing; the job meets it after the commit.
             more, proj, _failure = self._follow_ups(proj)
             new += more
@@ -356,14 +427,73 @@ class Ledger:
                 if up_to_version is None or cp["version"] <= up_to_version]
 
     # ---- follow-up jobs -------------------------------------------------------------------
-    def dispatch(self, table_id: str, p: Projection | None = None) -> bool:
-        """Enqueue the worker job this table waits on (a settlement or a bot), if any."""
+    def dispatch(self, table_id: str, p: Projection | None = None,
+                 turn_started: float | None = None) -> bool:
+        """Enqueue the worker job this table waits on (a settlement or a bot), if any, and
+        schedule the turn timer of a person to act at a table with options.turn_seconds.
+        `turn_started` (Unix seconds) is when the table reached `p` (default: read from the
+        store for a timer)."""
         p = p or self.load(table_id)
-        if self.dispatcher is None or handlers.next_command(p) is None:
+        if self.dispatcher is None:
+            return False
+        self.schedule_timer(table_id, p, turn_started)
+        if handlers.next_command(p) is None:
             return False
         self.dispatcher.enqueue(JOB_ADVANCE, table_id, p.version,
                                 job_id=f"advance:{table_id}:{p.version}")
         return True
+
+    # ---- turn timers ----------------------------------------------------------------------
+    def turn_started(self, table_id: str, p: Projection) -> float:
+        """When the table reached version `p.version` (its latest event's recorded_at)."""
+        last = self.store.load(table_id, after_version=p.version - 1, up_to_version=p.version)
+        return _unix(last[0].recorded_at) if last else self.clock()
+
+    def timer_due(self, table_id: str, p: Projection,
+                  turn_started: float | None = None) -> tuple[int, float] | None:
+        """(seat, Unix time) of the turn timer the table owes at `p`, if it owes one."""
+        owed = handlers.timer_owed(p)
+        if owed is None:
+            return None
+        seat, seconds = owed
+        start = turn_started if turn_started is not None else self.turn_started(table_id, p)
+        return seat, start + seconds
+
+    def schedule_timer(self, table_id: str, p: Projection,
+                       turn_started: float | None = None, again: bool = False) -> bool:
+        """Schedule `time_out(table, version)` for when the seat to act runs out of time.
+
+        The job id names the table and version: scheduling twice is one job, and a move
+        made first leaves the job a stale version (it then does nothing)."""
+        schedule = getattr(self.dispatcher, "schedule", None)
+        if schedule is None or handlers.timer_owed(p) is None:
+            return False
+        due = self.timer_due(table_id, p, turn_started)
+        assert due is not None
+        # A timer that fired early runs under its own id: the second try needs another.
+        schedule(JOB_TIME_OUT, table_id, p.version, at=due[1],
+                 job_id=f"timeout:{table_id}:{p.version}" + (":again" if again else ""))
+        return True
+
+    def time_out(self, table_id: str, expected_version: int) -> str:
+        """The turn timer scheduled at `expected_version`: act for the seat that let its time
+        pass. Returns "acted", "stale" (the table moved on: a move came first, or the timer
+        already acted), "idle" (nobody is on the clock) or "early" (rescheduled: not due)."""
+        p = self.load(table_id)
+        if p.version != expected_version:
+            return "stale"
+        due = self.timer_due(table_id, p)
+        if due is None:
+            return "idle"
+        seat, at = due
+        if self.clock() < at - TIMER_SLACK:
+            self.schedule_timer(table_id, p, again=True)
+            return "early"
+        try:
+            self.execute(table_id, c.TimeOut(seat), expected_version=expected_version, loaded=p)
+        except VersionConflict:
+            return "stale"
+        return "acted"
 
     def advance(self, table_id: str, expected_version: int,
                 max_steps: int = MAX_STEPS) -> str:
@@ -390,6 +520,8 @@ class Ledger:
         if failure is not None:
             raise failure  # the steps before it stand; the job fails and is retried
         if handlers.next_command(after) is None:
+            if new:
+                self.schedule_timer(table_id, after, _unix(stored[-1].recorded_at))
             return "idle"
         self.dispatch(table_id, after)  # long all-bot run: hand over to a fresh job
         return "continued"

@@ -18,6 +18,7 @@ correction may reach) and un-wins its game.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -29,6 +30,7 @@ from ledger.store.base import EventStore, StoredEvent
 NAME = "standings"
 TABLES = "tables"  # the scope of the per-table bookkeeping rows
 BATCH = 2000
+WAIT = 2.0  # seconds a read waits for events committed before it to become readable
 FIGURES = ("hands", "chips", "points", "games_won", "tricks", "loos", "looed_chips")
 _PER_HAND = ("tricks", "loos", "looed_chips")
 
@@ -45,9 +47,20 @@ class StandingsProjector:
 
     # ---- reads -----------------------------------------------------------------------------
     def rows(self, club_id: str) -> tuple[int, list[dict[str, Any]]]:
-        """(position folded up to, every seat row of the club's tables), caught up first."""
-        position = self.catch_up()
+        """(position folded up to, every seat row of the club's tables), caught up with
+        every event committed before the call (read your writes: a scorer who has just
+        voided a hand sees the standings without it)."""
+        position = self.catch_up_to(self.store.head_position())
         return position, list(self.store.read_model_rows(self.name, club_id).values())
+
+    def catch_up_to(self, head: int, wait: float = WAIT) -> int:
+        """Catch up until `head` is folded in. On PostgreSQL `read_all` holds back events
+        above the oldest open transaction (it must never skip one): wait for them, polling
+        with a deadline; past it, answer from where the model got."""
+        deadline = time.monotonic() + wait
+        while (position := self.catch_up()) < head and time.monotonic() < deadline:
+            time.sleep(0.005)
+        return position
 
     # ---- folding ---------------------------------------------------------------------------
     def catch_up(self) -> int:

@@ -220,7 +220,8 @@ def verify_document(doc: Any, key: Any = None) -> Verified:
     except (LedgerError, KeyError, ValueError, TypeError, IndexError) as err:
         detail = getattr(err, "detail", None) or str(err)
         raise VerifyError(f"hand {number}: cannot be replayed by the rules ({detail})") from None
-    played = [e for e in events if e["type"] not in ev.ASIDE]  # the chain links through them
+    # The chain links through table-level events and notices; the rules give neither.
+    played = [e for e in events if e["type"] not in ev.ASIDE and e["type"] not in ev.NOTICES]
     for i, want in enumerate(expected):
         got = played[i] if i < len(played) else None
         if got is None:

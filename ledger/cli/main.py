@@ -123,6 +123,7 @@ def serve(host: str, port: int, workers: int, threads: int, streams: int | None)
 
     from ledger.api.app import create_app
 
+    recover_timers_in_background(container)
     app = create_app(container)
     start_webhooks(container)
     run_simple(host, port, app, threaded=True)
@@ -134,6 +135,26 @@ def start_webhooks(container: Any) -> None:
     runner = getattr(container.ledger, "webhooks", None)
     if runner is not None:
         runner.start()
+
+
+def recover_timers_in_background(container: Any) -> None:
+    """Embedded default: schedule the turn timers the stored tables owe, off the start-up
+    path (a restarted server still times out a seat). With RQ they wait in Redis, and
+    `loo worker`'s reconciler schedules any that were lost."""
+    if container.queue is not None:
+        return
+    from workers.reconcile import recover_timers
+
+    def run() -> None:
+        try:
+            count = recover_timers(container.ledger)
+        except Exception:  # the server serves all the same; the next move schedules anew
+            log.exception("recovering turn timers failed")
+            return
+        if count:
+            log.info("turn timers: %d table(s) with a seat on the clock scheduled", count)
+
+    threading.Thread(target=run, name="loo-recover-timers", daemon=True).start()
 
 
 def worker_class() -> str:
@@ -170,6 +191,7 @@ class GunicornApp(BaseApplication):  # type: ignore[misc]
         from ledger.api.app import create_app
 
         container = bootstrap(self.settings, upgrade=False)
+        recover_timers_in_background(container)
         app = create_app(container)
         start_webhooks(container)
         return app

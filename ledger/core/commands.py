@@ -47,6 +47,13 @@ class PlayBot:
 
 
 @dataclass(frozen=True, slots=True)
+class TimeOut:
+    """The seat to act let options.turn_seconds pass: act for it (the timer's command)."""
+
+    seat: int
+
+
+@dataclass(frozen=True, slots=True)
 class CloseTable:
     pass
 
@@ -74,4 +81,4 @@ class VoidHand:
 
 
 Command = (CreateTable | StartHand | Act | SettleHand | PlayBot | CloseTable | AddSpectator
-           | RevokeSpectator | VoidHand)
+           | RevokeSpectator | VoidHand | TimeOut)

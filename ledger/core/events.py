@@ -150,6 +150,9 @@ class WebhookRemoved(Event):
 # Table-level events that may fall between a hand's events without being part of its play:
 # a hand's record keeps them (its hash chain links through them); its rules ignore them.
 ASIDE = frozenset({"spectator_added", "spectator_revoked"})
+# Events of a hand that record why an action came, not an action: the rules of the hand
+# ignore them (a replay from the actions alone leaves them out).
+NOTICES = frozenset({"turn_timed_out"})
 
 
 @_event("dealer_chosen")
@@ -285,6 +288,15 @@ class HandSettled(Event):
     pool: int
     balances: tuple[int, ...]
     scores: tuple[int, ...]
+
+
+@_event("turn_timed_out")
+class TurnTimedOut(Event):
+    """API.md "turn timers": the seat to act let `seconds` pass; the service acts for it
+    (the action's own events follow: drop where allowed, else its lowest legal play)."""
+
+    seat: int
+    seconds: int
 
 
 @_event("hand_voided")

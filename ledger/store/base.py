@@ -117,6 +117,11 @@ class EventStore(Protocol):
         """The table's saved checkpoints, by increasing version."""
         ...
 
+    def head_position(self) -> int:
+        """The highest position committed (read_all may still hold back the newest ones
+        while older transactions are open: it never skips, so a reader waits for them)."""
+        ...
+
     # Read models: derived rows a projector keeps up to date from the global position (the
     # store neither knows nor checks what they mean; the events stay the only truth).
     def read_model_position(self, name: str) -> int:

@@ -102,6 +102,10 @@ class MemoryStore:
             found = self._checkpoints.get(table_id, {})
             return [dict(found[v]) for v in sorted(found)]
 
+    def head_position(self) -> int:
+        with self._lock:
+            return len(self._all)
+
     def read_model_position(self, name: str) -> int:
         with self._lock:
             return self._positions.get(name, 0)

@@ -310,6 +310,11 @@ class PostgresStore:
                                 " ORDER BY version", (table_id,)).fetchall()
         return [json.loads(r[0]) for r in rows]
 
+    def head_position(self) -> int:
+        with self._conn() as conn:
+            row = conn.execute("SELECT coalesce(max(position), 0) FROM events").fetchone()
+        return row[0] if row else 0
+
     # ---- read models ----------------------------------------------------------------------
     def read_model_position(self, name: str) -> int:
         with self._conn() as conn:

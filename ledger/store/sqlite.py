@@ -200,6 +200,10 @@ class SqliteStore:
                                 " ORDER BY version", (table_id,)).fetchall()
         return [load_json(r[0]) for r in rows]
 
+    def head_position(self) -> int:
+        with self._conn() as conn:
+            return conn.execute("SELECT coalesce(max(position), 0) FROM events").fetchone()[0]
+
     # ---- read models ----------------------------------------------------------------------
     def read_model_position(self, name: str) -> int:
         with self._conn() as conn:

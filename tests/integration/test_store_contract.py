@@ -287,3 +287,10 @@ def test_read_model_rows_and_position_move_together_or_not_at_all(backend: Backe
     assert store.read_model_position(other) == 0 and store.read_model_rows(other, "club_a") == {}
     store.reset_read_model(name)
     assert store.read_model_position(name) == 0 and store.read_model_rows(name, "club_a") == {}
+
+
+def test_head_position_is_the_last_committed_position(backend: Backend) -> None:
+    stored = backend.store.append(new_table(), events(3), 0)
+    assert backend.store.head_position() >= stored[-1].position
+    later = backend.store.append(new_table(), events(1), 0)
+    assert backend.store.head_position() == later[-1].position > stored[-1].position

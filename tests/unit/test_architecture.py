@@ -56,3 +56,15 @@ def test_the_api_never_imports_the_store(path: Path):
 def test_the_checks_see_every_room():
     assert files("ledger/core") and files("ledger/store") and files("ledger/api")
     assert "ledger.core.rules.tiles" in imports(ROOT / "ledger/core/events.py")
+
+
+@pytest.mark.parametrize("path", files("ledger/api") + files("ledger/web"), ids=str)
+def test_the_api_reads_through_the_application_never_the_store(path: Path):
+    # The ledger offers every read the API needs (events, versions, the global order,
+    # idempotent results, first answers); only the readiness probe asks the container's
+    # store whether it is up.
+    tree = ast.parse(path.read_text())
+    bad = [node.lineno for node in ast.walk(tree)
+           if isinstance(node, ast.Attribute) and node.attr == "store"
+           and not (isinstance(node.value, ast.Name) and node.value.id == "container")]
+    assert bad == [], f"{path.relative_to(ROOT)} reaches the store at lines {bad}"

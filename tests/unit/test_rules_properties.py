@@ -429,6 +429,16 @@ def test_events_every_type_round_trips():
     assert r2.pool == 0 and set(r2.balances) == {0} and r2.voided == (1,)
     check_round_trip(voided, r2, start=r)
     seen |= {e.type for e in voided}
+    # A turn timer: the seat to act let its time pass; the service dropped for it.
+    from ledger.core.rules.timers import time_out
+
+    timed = tb.replay(tb.create(make_options("loo", "pool", 4, {"turn_seconds": 5}),
+                                [("p", None)] * 4, 0, {}, bytes(32)))
+    timed = tb.replay(tb.start_hand(timed, seed=bytes(32)), timed)
+    out = time_out(timed, timed.hand.turn)
+    assert out[0] == ev.TurnTimedOut(seat=1, seconds=5) and out[1].choice == "drop"
+    check_round_trip(out, tb.replay(out, timed), start=timed)
+    seen |= {e.type for e in out}
     # Table administration, not play: a spectator token added then revoked.
     t = tb.replay(tb.add_spectator(t, "sp_1", "ab" * 32, "screen"), t)
     admin = tb.add_spectator(t, "sp_2", "cd" * 32, None) + tb.revoke_spectator(t, "sp_1")

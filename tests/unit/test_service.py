@@ -21,6 +21,8 @@ from ledger.store.memory import MemoryStore
 class Inline:
     """Runs the follow-up job in-process, as the embedded default does."""
 
+    mode = "inline"
+
     def __init__(self) -> None:
         self.ledger: Ledger | None = None
         self.jobs: list[str] = []
@@ -32,9 +34,16 @@ class Inline:
         advance(*args, ledger=self.ledger)  # type: ignore[arg-type]
 
 
-def make_ledger() -> Ledger:
+class JobPath(Inline):
+    """Runs each follow-up job the moment it is enqueued, as an append of its own after the
+    command's (the job path, as an RQ worker with no delay would)."""
+
+    mode = "queued"
+
+
+def make_ledger(dispatcher: type[Inline] = Inline) -> Ledger:
     counter = itertools.count()
-    d = Inline()
+    d = dispatcher()
     led = Ledger(MemoryStore(), d, seeds=lambda: next(counter).to_bytes(32, "big"))
     d.ledger = led
     return led
@@ -215,7 +224,8 @@ def _play(led: Ledger, seats: tuple[tuple[str, str | None], ...], hands: int) ->
         return real_append(*args, **kwargs)
 
     led.store.append = counting  # type: ignore[method-assign]
-    tid, _, p = led.create_table(c.CreateTable("loo", "pool", seats, 0, "shuffled"))
+    tid, _, _ = led.create_table(c.CreateTable("loo", "pool", seats, 0, "shuffled"))
+    p = led.load(tid)  # with the jobs' moves
     while p.table.hand is None or p.table.hand.number <= hands:
         h = p.table.hand
         assert h is not None and h.turn is not None and p.table.bots[h.turn] is None
@@ -245,7 +255,7 @@ def _normalised(led: Ledger, tid: str) -> list[tuple]:
 def test_in_process_follow_ups_join_the_commands_append_with_the_jobs_events(seats):
     # The job path (settle, deal, bots as appends of their own after the commit) and the
     # embedded default (decided before it, one append) write the same log, event for event.
-    job_path, batched = make_ledger(), _inline_ledger()
+    job_path, batched = make_ledger(JobPath), _inline_ledger()
     tid_jobs, appends_jobs = _play(job_path, seats, hands=3)
     tid, appends = _play(batched, seats, hands=3)
     assert _normalised(batched, tid) == _normalised(job_path, tid_jobs)
@@ -309,6 +319,8 @@ class Queued:
 
     def __init__(self) -> None:
         self.jobs: list[tuple] = []
+
+    mode = "queued"
 
     def enqueue(self, func_path: str, *args: object, job_id: str) -> None:
         self.jobs.append(args)

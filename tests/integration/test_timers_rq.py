@@ -1,0 +1,76 @@
+"""Turn timers on the production path (issue 18): rq's scheduler in a real `loo worker`, real
+Redis and PostgreSQL. Each test waits on a condition with a deadline."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from rq.job import JobStatus
+
+from ledger.app.service import Ledger
+from ledger.core import commands as c
+from ledger.core.rules.actions import Decide
+from ledger.store.base import EventStore
+from tests.integration.worker_helpers import kill9, seeded, wait_until, worker_process
+from workers.queue import RqDispatcher, rq_job_id
+
+pytestmark = [pytest.mark.postgres, pytest.mark.redis]
+
+
+def _people(**options: Any) -> c.CreateTable:
+    seats = tuple((f"P{i}", None) for i in range(4))
+    return c.CreateTable(variant="loo", scoring="pool", seats=seats, first_dealer=0,
+                         deal="shuffled", options={"turn_seconds": 5, **options})
+
+
+def _timed_out(store: EventStore, table_id: str) -> list[Any]:
+    return [s for s in store.load(table_id) if s.type == "turn_timed_out"]
+
+
+def test_rq_a_move_just_before_the_deadline_wins_then_the_next_seat_times_out(
+        db_url: str, store: EventStore, queue: Any, redis_url: str) -> None:
+    ledger = Ledger(store, RqDispatcher(queue), seeds=seeded(4))
+    worker = worker_process(db_url, redis_url, queue.name, "--reconcile-every", "0")
+    try:
+        table_id, _, p = ledger.create_table(_people())
+        p = ledger.load(table_id)
+        seat, version = p.table.hand.turn, p.version
+        job_id = rq_job_id(f"timeout:{table_id}:{version}")
+        job = queue.fetch_job(job_id)
+        assert job is not None and job.get_status() == JobStatus.SCHEDULED
+        due = ledger.timer_due(table_id, p)[1]
+        wait_until(lambda: time.time() > due - 1.0, timeout=10, what="1 s before the deadline")
+        ledger.execute(table_id, c.Act(Decide(seat, "play")), expected_version=version)
+        # the stale timer runs at its time and does nothing; the next seat's timer acts
+        wait_until(lambda: _timed_out(store, table_id), timeout=30, what="turn_timed_out")
+        wait_until(lambda: queue.fetch_job(job_id).get_status() == JobStatus.FINISHED,
+                   timeout=30, what="the first timer job ran")
+        assert queue.fetch_job(job_id).return_value() == "stale"
+        (timed,) = _timed_out(store, table_id)
+        assert timed.version == version + 2 and timed.data["seat"] == (seat + 1) % 4
+        decided = {s.data["seat"]: s.data["choice"] for s in store.load(table_id)
+                   if s.type == "player_decided"}
+        assert decided[seat] == "play" and decided[(seat + 1) % 4] == "drop"
+    finally:
+        kill9(worker)
+
+
+def test_rq_a_timer_pending_when_its_worker_is_killed_fires_after_a_restart(
+        db_url: str, store: EventStore, queue: Any, redis_url: str) -> None:
+    ledger = Ledger(store, RqDispatcher(queue), seeds=seeded(5))
+    first = worker_process(db_url, redis_url, queue.name, "--reconcile-every", "0")
+    table_id, _, _p = ledger.create_table(_people())
+    version = ledger.load(table_id).version
+    job_id = rq_job_id(f"timeout:{table_id}:{version}")
+    assert queue.fetch_job(job_id).get_status() == JobStatus.SCHEDULED
+    kill9(first)  # it may have held rq's scheduler lock: that outlives it
+    second = worker_process(db_url, redis_url, queue.name, "--reconcile-every", "1")
+    try:
+        wait_until(lambda: _timed_out(store, table_id), timeout=90,
+                   what="turn_timed_out after the worker's restart")
+        (timed,) = _timed_out(store, table_id)
+        assert timed.version == version + 1
+    finally:
+        kill9(second)
