@@ -190,18 +190,17 @@ class WebhooksResource(MethodView):
         signing secret, shown once."""
         from datetime import UTC, datetime
 
-        from ledger.app.webhooks import WebhookConfig, check_url, endpoint_secret
+        from ledger.app.webhooks import WebhookConfig, check_url
         from ledger.core import events as ev
 
         check_url(body["url"], WebhookConfig.from_env().allow_private)
         key = idem.key()
         wid = clubs().new_id("wh_", f"webhook|{club_id}", key)
-        salt = clubs()._derive(f"webhook-salt|{club_id}", key)[:16].hex()  # noqa: SLF001
+        salt = clubs().new_salt(f"webhook-salt|{club_id}", key)
         hook = ev.WebhookAdded(id=wid, url=body["url"], events=tuple(body["events"]),
                                salt=salt, created_at=datetime.now(UTC).isoformat())
         loaded = _write(club_id, body, lambda club: cl.add_webhook(club, hook))
-        secret = endpoint_secret(ledger().store.server_secret(), club_id, wid,
-                                 loaded.club.webhook(wid).salt)
+        secret = clubs().webhook_secret(club_id, wid, loaded.club.webhook(wid).salt)
         return webhook_out(loaded.club.webhook(wid)) | {"secret": secret}
 
     @blp.response(200, ListOut)
@@ -238,7 +237,7 @@ class DeliveriesResource(MethodView):
             from ledger.core.errors import NotFound
 
             raise NotFound("webhook_not_found", f"this club has no webhook {webhook_id}")
-        rows = clubs().store.webhook_deliveries(webhook_id, offset, limit + 1)
+        rows = clubs().webhook_deliveries(webhook_id, offset, limit + 1)
         return {"items": rows[:limit],
                 "next": lists.cursor(offset + limit) if len(rows) > limit else None}
 

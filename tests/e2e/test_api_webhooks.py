@@ -342,3 +342,40 @@ def test_a_secret_is_whsec_base64_of_32_bytes() -> None:
     secret = wh.endpoint_secret(b"k" * 32, "club_1", "wh_1", "ab" * 16)
     assert secret.startswith("whsec_") and len(base64.b64decode(secret[6:])) == 32
     assert secret != wh.endpoint_secret(b"k" * 32, "club_1", "wh_2", "ab" * 16)
+
+
+def test_a_hanging_receiver_times_out_and_never_blocks_another_endpoint(
+        club: Club, receiver: Receiver, private_ok: None,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOO_WEBHOOK_TIMEOUT", "0.5")
+    hang = threading.Event()
+    with socket.socket() as s:  # accepts, reads, never answers
+        s.bind(("127.0.0.1", 0))
+        s.listen(16)
+        port = s.getsockname()[1]
+
+        def swallow() -> None:
+            held = []
+            while not hang.is_set():
+                s.settimeout(0.2)
+                try:
+                    held.append(s.accept()[0])
+                except OSError:
+                    continue
+            for c in held:
+                c.close()
+
+        t = threading.Thread(target=swallow, daemon=True)
+        t.start()
+        owner = Owner(club)
+        stuck = owner.hook(f"http://127.0.0.1:{port}/hook", ["*"])
+        owner.hook(receiver.url, ["*"])
+        owner.table(bots=True, max_hands=1)
+        receiver.wait_for(lambda got: any(json.loads(b)["type"] == "table_closed"
+                                          for _, b in got), "the other endpoint's events")
+        deadline = time.monotonic() + DEADLINE
+        while not any(x["status"] == "timeout" for x in owner.deliveries(stuck["id"])):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        hang.set()
+        t.join(timeout=5)
