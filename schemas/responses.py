@@ -231,15 +231,6 @@ class SpectatorListOut(Open):
     next = fields.String(allow_none=True)
 
 
-class ProblemOut(Open):
-    type = fields.String()
-    title = fields.String()
-    status = fields.Integer()
-    detail = fields.String()
-    code = fields.String()
-    rule = fields.String()
-
-
 class HandHistoryOut(Open):
     """A loo-hh 1.0 file; its JSON Schema is served at /v1/schemas/loo-hh-1.0.json."""
 

@@ -41,7 +41,9 @@ class ProblemSchema(ma.Schema):
     status = ma.fields.Integer()
     detail = ma.fields.String()
     code = ma.fields.String()
-    rule = ma.fields.String()
+    rule = ma.fields.String(metadata={"description": "the section of the rule book broken"})
+    rule_url = ma.fields.String(metadata={"description": "where that rule reads, /docs/rules"})
+    rule_text = ma.fields.String(metadata={"description": "the rule's own words"})
     errors = ma.fields.Dict()
 
 

@@ -11,8 +11,17 @@ from flask import Flask, Response
 from werkzeug.exceptions import HTTPException
 
 from ledger.app.contract import IdempotencyConflict, StoreUnavailable, VersionConflict
-from ledger.core.errors import LedgerError
-from ledger.web import error_page, wants_html
+from ledger.core.errors import (
+    BadRequest,
+    Conflict,
+    Forbidden,
+    Invalid,
+    LedgerError,
+    NotFound,
+    RuleViolation,
+    Unauthorized,
+)
+from ledger.web import error_page, guides, wants_html
 
 log = logging.getLogger(__name__)
 PROBLEM = "application/problem+json"
@@ -26,7 +35,9 @@ def problem(status: int, code: str, title: str, detail: str, *, rule: str | None
     body: dict[str, Any] = {"type": TYPE_BASE + code, "title": title, "status": status,
                             "detail": detail, "code": code}
     if rule is not None:
+        # The rule as the person refused can read it: a link into the rule book, its text.
         body["rule"] = rule
+        body.update(guides.rule(rule))
     body.update({k: v for k, v in (extra or {}).items() if k not in body})
     resp = Response(json.dumps(body), status=status, mimetype=PROBLEM)
     resp.headers.update(headers or {})
@@ -37,8 +48,29 @@ def _snake(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
 
 
+# Each kind of domain error as HTTP says it (the most specific kind first).
+HTTP: tuple[tuple[type[LedgerError], int, str], ...] = (
+    (RuleViolation, 422, "Rule violation"),
+    (Invalid, 422, "Unprocessable content"),
+    (Conflict, 409, "Conflict"),
+    (NotFound, 404, "Not found"),
+    (Forbidden, 403, "Forbidden"),
+    (Unauthorized, 401, "Unauthorized"),
+    (BadRequest, 400, "Bad request"),
+)
+
+
+def http_status(err: LedgerError) -> tuple[int, str]:
+    """(status, title) for a domain error; a kind nobody mapped is a plain 400."""
+    for kind, status, title in HTTP:
+        if isinstance(err, kind):
+            return status, title
+    return 400, "Bad request"
+
+
 def handle_ledger_error(err: LedgerError) -> Response:
-    return problem(err.status, err.code, err.title, err.detail, rule=err.rule, extra=err.extra)
+    status, title = http_status(err)
+    return problem(status, err.code, title, err.detail, rule=err.rule, extra=err.extra)
 
 
 def handle_version_conflict(err: VersionConflict) -> Response:

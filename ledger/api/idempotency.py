@@ -8,9 +8,8 @@ from typing import Any
 
 from flask import request
 
-from ledger.app.contract import IdempotentResult
 from ledger.app.views import Viewer
-from ledger.core.errors import BadRequest, Conflict
+from ledger.core.errors import BadRequest
 
 
 def key() -> str | None:
@@ -28,13 +27,3 @@ def fingerprint(viewer: Viewer | None, body: Any) -> str:
     who = "anon" if viewer is None else ("admin" if viewer.admin else f"seat:{viewer.seat}")
     blob = json.dumps([request.method, request.path, who, body], sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
-
-
-def check(found: IdempotentResult | None, request_hash: str) -> IdempotentResult | None:
-    """The earlier result for a repeated key, or a 409 when the key came with another body."""
-    if found is None:
-        return None
-    if found.request_hash != request_hash:
-        raise Conflict("idempotency_conflict", "this Idempotency-Key was already used with "
-                       "another request")
-    return found

@@ -61,22 +61,18 @@ def write(table_id: str, body: dict[str, Any],
         if admin_only:
             require_admin(viewer)
     key = idem.key()
-    request_hash = None
-    if key is not None:
-        request_hash = idem.fingerprint(viewer, request.get_json(silent=True))
-        found = idem.check(led.idempotent_result(table_id, key), request_hash)
-        if found is not None:
-            return viewer, found
+    request_hash = None if key is None else idem.fingerprint(viewer,
+                                                             request.get_json(silent=True))
 
     def attempt(p: Projection) -> tuple[Viewer, Written]:
+        # The ledger decides whether the key was used (a repeat raises AlreadyApplied before
+        # anything is decided; another body under it, IdempotencyConflict), and the store's
+        # append enforces it against a concurrent repeat.
         try:
             out = led.execute(table_id, make(viewer, p), expected_version=expected,
                               idempotency_key=key, request_hash=request_hash, loaded=p)
-        except AlreadyApplied as err:  # a concurrent repeat of the same request won the race
-            assert request_hash is not None
-            found = idem.check(err.result, request_hash)
-            assert found is not None
-            return viewer, found
+        except AlreadyApplied as err:  # an earlier (or concurrent) run of this request
+            return viewer, err.result
         return viewer, out
 
     if optimistic:

@@ -248,7 +248,7 @@ def _name(value: str) -> str:
 @click.option("--players", type=click.IntRange(2, 4), default=4, show_default=True,
               help="seats at the table: you and the bots")
 @click.option("--variant", type=click.Choice(["loo", "rounce"]), default="loo", show_default=True,
-              help="Domino Loo, or Domino Rounce (RULES.md §9)")
+              help="Domino Loo, or Domino Rounce (the rule book, /docs/rules, §9)")
 @click.option("--scoring", type=click.Choice(["pool", "points"]), default=None,
               help="chips in a pool (§8) or points (§9)  [default: pool for Loo, points "
               "for Rounce, which is always scored in points]")
@@ -369,7 +369,7 @@ def _play(led: Ledger, table_id: str, max_hands: int) -> str:
         except VersionConflict:
             click.echo("the table moved on meanwhile; here it is again")
         except LedgerError as err:
-            rule = f" (RULES §{err.rule})" if err.rule else ""
+            rule = f" (rule {err.rule}, /docs/rules#rule-{err.rule})" if err.rule else ""
             click.echo(f"refused{rule}: {err.detail}")
         click.echo()
 

@@ -1,4 +1,5 @@
-"""The error values of the product; mapped to problem+json in one place (ledger/api/errors.py)."""
+"""The error values of the product, by kind: what went wrong, never how a transport says it
+(ledger/api/errors.py maps each kind to an HTTP status, the CLI to a one-line message)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,6 @@ from typing import Any
 
 class LedgerError(Exception):
     """A failure a client caused or can act on."""
-
-    status = 400
-    title = "Bad request"
 
     def __init__(
         self, code: str, detail: str, *, rule: str | None = None, **extra: Any
@@ -22,33 +20,31 @@ class LedgerError(Exception):
 
 
 class BadRequest(LedgerError):
-    status, title = 400, "Bad request"
+    """The request cannot be read (malformed, or a bad header)."""
 
 
 class Unauthorized(LedgerError):
-    status, title = 401, "Unauthorized"
+    """No credentials, or credentials nobody issued."""
 
 
 class Forbidden(LedgerError):
-    status, title = 403, "Forbidden"
+    """Credentials that may not do this."""
 
 
 class NotFound(LedgerError):
-    status, title = 404, "Not found"
+    """The thing named does not exist (or is not the caller's to see)."""
 
 
 class Conflict(LedgerError):
-    status, title = 409, "Conflict"
+    """The request clashes with the current state (a live hand, a reused key)."""
 
 
 class Invalid(LedgerError):
-    status, title = 422, "Unprocessable content"
+    """The request is understood but not allowed: a bad value, a rule broken."""
 
 
 class RuleViolation(Invalid):
-    """An action the rules of RULES.md forbid; `rule` names the section it breaks."""
-
-    title = "Rule violation"
+    """An action the rules forbid; `rule` names the section of the rule book it breaks."""
 
     def __init__(self, code: str, rule: str, detail: str) -> None:
         super().__init__(code, detail, rule=rule)

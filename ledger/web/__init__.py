@@ -41,6 +41,18 @@ def chips(table_id: str) -> str:
     return render_template("chips.html", table_id=table_id)
 
 
+def guide(name: str) -> str:
+    from ledger.web.guides import GUIDES, render
+
+    html, _ = render(name)
+    return render_template("guide.html", title=GUIDES[name], body=html)
+
+
+for _name in ("rules", "http", "hash-chain"):
+    web.add_url_rule(f"/docs/{_name}", f"guide_{_name.replace('-', '_')}", guide,
+                     defaults={"name": _name})
+
+
 def wants_html() -> bool:
     """A browser asking for a page (not the API): HTML errors instead of problem+json."""
     if request.path.startswith("/v1/") or request.path.endswith(".json"):

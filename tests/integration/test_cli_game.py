@@ -142,7 +142,8 @@ def test_typed_moves_mean_the_listed_ones_and_forbidden_ones_are_refused_by_rule
     result = CliRunner().invoke(main, ["play", "--hands", "4", "--players", "4"], env=env)
     assert result.exit_code == 0, result.output
     assert refused, "no forbidden tile was ever held: change the seeds"
-    assert re.search(r"^refused \(RULES §6\.[1-4]\): ", result.output, re.M), result.output
+    assert re.search(r"^refused \(rule 6\.[1-4], /docs/rules#rule-6\.[1-4]\): ", result.output,
+                     re.M), result.output
     assert {"decide", "decide+take", "discard", "play"} <= kinds
     assert "4 hands played; the table is closed." in result.output
 

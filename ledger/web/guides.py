@@ -1,0 +1,80 @@
+"""The guides a user reads: the rule book, the HTTP API, checking a table's record.
+
+Markdown files shipped with the package (ledger/web/guides/*.md), rendered to pages at
+/docs/<guide>. The rule book's sections and numbered rules get anchors (`#rule-6`,
+`#rule-6.3`), so an error that names a rule links to its text (`rule_url`) and quotes it
+(`rule_text`): the rule a refusal cites is readable by the person refused.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from markdown_it import MarkdownIt
+from markupsafe import Markup
+
+GUIDES = {
+    "rules": "The rule book",
+    "http": "The HTTP API",
+    "hash-chain": "Checking a table's record",
+}
+_SECTION = re.compile(r"^(\d+)\.\s")
+
+
+def source(guide: str) -> str:
+    return resources.files("ledger.web").joinpath(f"guides/{guide}.md").read_text("utf-8")
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+@cache
+def render(guide: str) -> tuple[Markup, dict[str, str]]:
+    """The guide as HTML, and (for the rule book) the plain text of each numbered rule."""
+    md = MarkdownIt("commonmark", {"html": False}).enable("table")
+    tokens = md.parse(source(guide))
+    section: str | None = None
+    depth = 0  # nesting of lists: only a section's top-level numbered items are rules
+    texts: dict[str, str] = {}
+    open_items: list[tuple[str, int]] = []  # (rule id, index of its first inline token)
+    for i, tok in enumerate(tokens):
+        if tok.type == "heading_open":
+            title = tokens[i + 1].content
+            m = _SECTION.match(title) if tok.tag == "h2" else None
+            if tok.tag == "h2":
+                section = m.group(1) if m else None
+            tok.attrSet("id", f"rule-{m.group(1)}" if m and guide == "rules" else _slug(title))
+            if m and guide == "rules":
+                texts[m.group(1)] = title[m.end():]
+        elif tok.type in ("ordered_list_open", "bullet_list_open"):
+            depth += 1
+        elif tok.type in ("ordered_list_close", "bullet_list_close"):
+            depth -= 1
+        elif (tok.type == "list_item_open" and guide == "rules" and section is not None
+              and depth == 1 and tok.info):
+            rid = f"{section}.{tok.info}"
+            tok.attrSet("id", f"rule-{rid}")
+            open_items.append((rid, i))
+    for rid, start in open_items:
+        words = []
+        for tok in tokens[start + 1:]:
+            if tok.type == "list_item_close" and tok.level == tokens[start].level:
+                break
+            if tok.type == "inline":
+                words.append(re.sub(r"[*`]", "", tok.content))
+        texts[rid] = " ".join(" ".join(words).split())
+    html = md.renderer.render(tokens, md.options, {})
+    return Markup(html), texts  # noqa: S704 - markdown-it escapes (html: False)
+
+
+def rule(number: str) -> dict[str, Any]:
+    """`rule_url` and, when the rule book numbers it, `rule_text` for a rule like "6.3"."""
+    out: dict[str, Any] = {"rule_url": f"/docs/rules#rule-{number}"}
+    text = render("rules")[1].get(number)
+    if text:
+        out["rule_text"] = text
+    return out

@@ -1,0 +1,55 @@
+"""The guides a user reads (/docs/rules, /docs/http, /docs/hash-chain), and errors that
+name a rule link to it and quote it."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.e2e.club import Club
+
+
+@pytest.mark.parametrize("guide,heading", [
+    ("rules", "Play of the tricks"), ("http", "Hand history"),
+    ("hash-chain", "The hash chain")])
+def test_each_guide_is_a_page_with_the_site_around_it(club: Club, guide: str, heading: str):
+    r = club.c.get(f"/docs/{guide}")
+    assert r.status_code == 200 and r.mimetype == "text/html"
+    page = r.get_data(as_text=True)
+    assert heading in page and 'class="top"' in page
+    for other in ("/docs/rules", "/docs/http", "/docs/hash-chain"):
+        assert f'href="{other}"' in page  # every page links every guide
+
+
+def test_the_rule_book_anchors_every_section_and_numbered_rule(club: Club):
+    page = club.c.get("/docs/rules").get_data(as_text=True)
+    ids = set(re.findall(r'id="(rule-[0-9.]+)"', page))
+    assert {f"rule-{n}" for n in range(1, 11)} <= ids
+    assert {"rule-3.2", "rule-6.1", "rule-6.3", "rule-6.4", "rule-8.1", "rule-8.2",
+            "rule-8.5"} <= ids
+
+
+def test_the_guides_never_send_a_reader_to_files_they_cannot_see(club: Club):
+    for guide in ("rules", "http", "hash-chain"):
+        page = club.c.get(f"/docs/{guide}").get_data(as_text=True)
+        assert not re.search(r"(RULES|API|STYLE)\.md", page), guide
+
+
+def test_a_rule_violation_links_to_its_rule_and_quotes_it(club: Club):
+    t = club.create(deal="recorded", seats=[{"name": n} for n in ("Ann", "Bob", "Cat")])
+    hands = {"0": ["6-6", "5-5", "4-4", "3-3", "2-2"], "1": ["6-5", "6-4", "6-3", "6-2", "6-1"],
+             "2": ["5-4", "5-3", "5-2", "5-1", "5-0"]}
+    r = club.start(t, {"hands": hands | {"2": hands["1"]}, "turn_up": "1-1"})
+    p = club.problem(r, 422, "invalid_deal")
+    assert p["rule"] == "3" and p["rule_url"] == "/docs/rules#rule-3"
+    assert p["rule_text"] == "The deal"
+
+
+def test_an_option_refused_by_a_numbered_rule_quotes_that_rule(club: Club):
+    r = club.c.post("/v1/tables", json={"seats": [{"name": n} for n in "ABCD"],
+                                        "options": {"ante": 3}})
+    p = club.problem(r, 422, "invalid_option")
+    assert p["rule"] == "8.2" and p["rule_url"] == "/docs/rules#rule-8.2"
+    assert p["rule_text"].startswith("The pool at the start of the hand")
+    assert club.c.get("/docs/rules").get_data(as_text=True).count('id="rule-8.2"') == 1
