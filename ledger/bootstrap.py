@@ -124,6 +124,9 @@ class Container:
         stop = getattr(self.dispatcher, "close", None)
         if stop is not None:
             stop()  # the in-process timers: none fires on a closed store
+        runner = getattr(self.ledger, "webhooks", None)
+        if runner is not None:
+            runner.stop()  # in-process webhook delivery: nor does it
         self.store.close()
         if self.queue is not None:
             self.queue.connection.close()

@@ -110,6 +110,7 @@ class InlineWebhooks:
         self._thread: threading.Thread | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._next_sweep = time.time() + self.SWEEP
+        self._stopped = False
 
     SWEEP = 60.0  # seconds between passes over every club (what a restart left owed)
 
@@ -119,8 +120,18 @@ class InlineWebhooks:
             self._next_sweep = 0.0
         self.kick(None)
 
+    def stop(self) -> None:
+        """End the loop (the container is closing: its store goes away)."""
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
     def kick(self, club_id: str | None) -> None:
         with self._cond:
+            if self._stopped:
+                return
             if club_id is not None:
                 self._clubs.add(club_id)
             if self._thread is None or not self._thread.is_alive():
@@ -133,6 +144,8 @@ class InlineWebhooks:
     def _loop(self) -> None:
         while True:
             with self._cond:
+                if self._stopped:
+                    return
                 wait = max(0.0, self._next_sweep - time.time())
                 if self._timers:
                     wait = max(0.0, min(wait, self._timers[0][0] - time.time()))
@@ -158,6 +171,8 @@ class InlineWebhooks:
 
     def _submit(self, club_id: str, wid: str) -> None:
         with self._cond:
+            if self._stopped:
+                return
             if wid in self._running:
                 self._again.add(wid)  # runs once more when the current run ends
                 return
@@ -183,7 +198,8 @@ class InlineWebhooks:
             if result is not None and result.retry_at is not None:
                 heapq.heappush(self._timers, (result.retry_at, club_id, wid))
                 self._cond.notify()
-            elif result is not None and result.state == "busy":
+            elif result is None or result.state == "busy":
+                # Failed (the store, say) or held by another process: look again soon.
                 heapq.heappush(self._timers, (time.time() + 1.0, club_id, wid))
                 self._cond.notify()
         if again:
