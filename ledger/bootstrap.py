@@ -21,8 +21,9 @@ DEFAULT_DATABASE_URL = "sqlite:///loo.db"  # relative: ./loo.db in the working d
 DATABASE_SCHEMES = ("sqlite", "postgresql", "postgres", "memory")  # memory: tests only
 REDIS_SCHEMES = ("redis", "rediss", "unix")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+LOG_FORMATS = ("json", "text")
 # Every variable Settings reads; docker-compose.yml and the README are tested against it.
-ENV_VARS = ("DATABASE_URL", "REDIS_URL", "LOO_QUEUE_PREFIX", "LOO_LOG_LEVEL",
+ENV_VARS = ("DATABASE_URL", "REDIS_URL", "LOO_QUEUE_PREFIX", "LOO_LOG_LEVEL", "LOO_LOG_FORMAT",
             "LOO_CHECKPOINT_KEY", "LOO_CHECKPOINT_KEY_FILE")
 DEFAULT_KEY_FILE = "loo-checkpoint.key"  # PostgreSQL without a key: in the working directory
 _DB_HINT = "use postgresql://user@host:5432/db or sqlite:///path/loo.db; unset means ./loo.db"
@@ -53,6 +54,7 @@ class Settings:
     redis_url: str | None = None
     queue_name: str = "loo"
     log_level: str = "INFO"
+    log_format: str = "json"
     checkpoint_key: str | None = None
     checkpoint_key_file: str | None = None
 
@@ -79,6 +81,10 @@ class Settings:
         level = (env["LOO_LOG_LEVEL"] or "INFO").upper()
         if level not in LOG_LEVELS:
             raise ConfigError(f"LOO_LOG_LEVEL: {level!r} is not one of {', '.join(LOG_LEVELS)}")
+        log_format = (env["LOO_LOG_FORMAT"] or "json").lower()
+        if log_format not in LOG_FORMATS:
+            raise ConfigError(f"LOO_LOG_FORMAT: {log_format!r} is not one of "
+                              f"{', '.join(LOG_FORMATS)}")
         key = env["LOO_CHECKPOINT_KEY"] or None
         if key is not None:
             from ledger.app.checkpoints import parse_key
@@ -90,7 +96,8 @@ class Settings:
                                   "e.g. python -c 'import os; print(os.urandom(32).hex())')"
                                   ) from None
         return cls(database_url=db, redis_url=redis_url, queue_name=queue, log_level=level,
-                   checkpoint_key=key, checkpoint_key_file=env["LOO_CHECKPOINT_KEY_FILE"] or None)
+                   log_format=log_format, checkpoint_key=key,
+                   checkpoint_key_file=env["LOO_CHECKPOINT_KEY_FILE"] or None)
 
 
 def _check_scheme(var: str, url: str, schemes: tuple[str, ...], hint: str) -> None:
@@ -208,9 +215,10 @@ def connect_queue(settings: Settings) -> Queue | None:
 def bootstrap(settings: Settings, *, upgrade: bool = True) -> Container:
     """Compose the store, the queue (or in-process jobs) and the ledger service."""
     from ledger.app.service import Ledger
+    from ledger.metrics import CountingStore
     from workers.queue import InlineDispatcher, RqDispatcher
 
-    store = open_database(settings, upgrade=upgrade)
+    store: Any = CountingStore(open_database(settings, upgrade=upgrade))
     try:
         queue = connect_queue(settings)
     except ConfigError:

@@ -249,6 +249,8 @@ class ClubOut(Open):
     version = fields.Integer()
     members = fields.Integer()
     tables = fields.Integer()
+    role = fields.String(metadata={"description": "the calling token's role: owner, scorer "
+                                                  "or viewer"})
 
 
 class ClubCreatedOut(Open):

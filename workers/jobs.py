@@ -5,10 +5,13 @@ The embedded default calls the very same functions in-process.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import logging
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ledger.app.service import Ledger
+
+log = logging.getLogger(__name__)
 
 
 def advance(table_id: str, expected_version: int, *, ledger: Ledger | None = None) -> str:
@@ -19,6 +22,26 @@ def advance(table_id: str, expected_version: int, *, ledger: Ledger | None = Non
     from workers.runtime import current_ledger
 
     led = ledger or current_ledger()
+    job = _current_job()
+    if job is None:  # in-process: the request's own context carries its id already
+        return _advance(led, table_id, expected_version)
+    from ledger.observe import bound
+
+    # The id of the request that caused this job (its meta), on the job's log lines.
+    with bound((job.meta or {}).get("request_id")):
+        result = _advance(led, table_id, expected_version)
+        log.info("job %s: table %s from version %d: %s", job.id, table_id, expected_version,
+                 result)
+        return result
+
+
+def _current_job() -> Any:
+    from rq import get_current_job
+
+    return get_current_job()
+
+
+def _advance(led: Ledger, table_id: str, expected_version: int) -> str:
     result = led.advance(table_id, expected_version)
     if result == "stale" and _is_retry():
         # "Stale" trusts whoever moved the table to carry on, but a failed earlier attempt

@@ -82,6 +82,8 @@ class InlineDispatcher:
         self.inject.update(inject)
 
     def enqueue(self, func_path: str, *args: Any, job_id: str) -> None:
+        from ledger.metrics import JOBS_INLINE
+
         local = self._local
         if not hasattr(local, "backlog"):
             local.backlog, local.ids, local.running = deque(), set(), False
@@ -100,6 +102,9 @@ class InlineDispatcher:
                     resolve(path)(*job_args, **self.inject)
                 except Exception:
                     log.exception("in-process job %s failed", jid)
+                    JOBS_INLINE.labels("failed").inc()
+                else:
+                    JOBS_INLINE.labels("finished").inc()
         finally:
             local.running = False
 
@@ -339,9 +344,15 @@ class RqDispatcher:
         log.warning("job %s: could not replace its ended predecessor", jid)
 
     def _enqueue(self, func_path: str, args: tuple[Any, ...], jid: str) -> None:
+        from ledger.metrics import JOBS_ENQUEUED
+        from ledger.observe import request_id
+
+        # The request that caused the job: its log lines carry the same id (workers/jobs.py).
+        meta = {"request_id": rid} if (rid := request_id()) is not None else None
         self.queue.enqueue(func_path, *args, job_id=jid, unique=True,
                            retry=Retry(max=RETRY_MAX, interval=RETRY_INTERVALS),
-                           description=f"{func_path}{args!r}")
+                           description=f"{func_path}{args!r}", meta=meta)
+        JOBS_ENQUEUED.labels("rq").inc()
 
     def schedule(self, func_path: str, *args: Any, at: float, job_id: str) -> None:
         """Enqueue at Unix time `at` through rq's scheduler (`loo worker` runs it); the id

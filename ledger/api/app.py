@@ -45,6 +45,7 @@ class ProblemSchema(ma.Schema):
     rule_url = ma.fields.String(metadata={"description": "where that rule reads, /docs/rules"})
     rule_text = ma.fields.String(metadata={"description": "the rule's own words"})
     errors = ma.fields.Dict()
+    checks = ma.fields.Dict(metadata={"description": "/readyz: each dependency's state"})
 
 
 class LooApi(Api):
@@ -76,18 +77,40 @@ class Readyz(MethodView):
     @health.response(200, ReadyOut)
     @health.alt_response(503, schema=ProblemSchema, description="The store or queue is down")
     def get(self) -> Any:
-        """The store and the queue this process uses answer, and which they are."""
+        """The store and the queue this process uses answer, and which they are; 503 with
+        each dependency's state (`checks`) when one does not."""
         container: Container = current_app.extensions["loo_container"]
         out: dict[str, Any] = {}
+        down: list[str] = []
         for name, ping in (("store", container.store.ping), ("queue", container.dispatcher.ping)):
             try:
                 out[name] = ping()
             except Exception as err:  # any failure of a dependency means "not ready"
                 log.warning("readiness: %s: %s", name, one_line(err))
-                return errors.problem(503, f"{name}_unavailable", "Service unavailable",
-                                      f"the {name} does not answer: {one_line(err)}",
-                                      headers={"Retry-After": "5"})
+                out[name] = {"error": one_line(err)}
+                down.append(name)
+        if down:
+            return errors.problem(503, f"{down[0]}_unavailable", "Service unavailable",
+                                  "; ".join(f"the {n} does not answer: {out[n]['error']}"
+                                            for n in down),
+                                  headers={"Retry-After": "2"},
+                                  extra={"checks": {n: {"ok": n not in down, **v}
+                                                    for n, v in out.items()}})
         return out
+
+
+@health.route("/metrics")
+class Metrics(MethodView):
+    @health.doc(responses={"200": {
+        "description": "Prometheus text exposition: HTTP requests by route and status, "
+                       "latency histograms, events appended by type, the queue's depth and "
+                       "jobs by state",
+        "content": {"text/plain": {"schema": {"type": "string"}}}}})
+    def get(self) -> Any:
+        """Metrics for Prometheus (of every worker process of this server)."""
+        from ledger.api.observability import metrics_view
+
+        return metrics_view()
 
 
 def docs_page() -> Response:
@@ -168,8 +191,9 @@ def create_app(container: Container | None = None,
     from ledger.web import register as register_web
 
     register_web(app)  # the pages: ledger/web (templates, static, scripts on the public API)
-    from ledger.api import limits
+    from ledger.api import limits, observability
 
+    observability.install(app)  # first: requests refused by the limiter are counted too
     limit_env = {**os.environ, **{k: str(v) for k, v in (test_config or {}).items()
                                   if k in limits.ENV_VARS}}
     limits.install(app, limit_env, container.settings.redis_url, container.settings.queue_name)

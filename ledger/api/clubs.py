@@ -141,8 +141,10 @@ class ClubsResource(MethodView):
 class ClubResource(MethodView):
     @blp.response(200, ClubOut)
     def get(self, club_id: str) -> Any:
-        """The club: name, version, how many members and tables."""
-        return club_out(clubs().load(club_id))
+        """The club: name, version, how many members and tables, and the caller's `role`
+        (owner, scorer or viewer: what a page may offer this token)."""
+        loaded = clubs().load(club_id)
+        return club_out(loaded) | {"role": clubs().role_of(loaded.club, bearer() or "")}
 
 
 @blp.route("/<club_id>/tokens")

@@ -89,7 +89,7 @@ def handle_idempotency_conflict(err: IdempotencyConflict) -> Response:
 def handle_store_unavailable(err: StoreUnavailable) -> Response:
     log.error("store unavailable: %s", err)
     return problem(503, "store_unavailable", "Service unavailable",
-                   "the event store cannot be reached; retry shortly", headers={"Retry-After": "5"})
+                   "the event store cannot be reached; retry shortly", headers={"Retry-After": "2"})
 
 
 def handle_http_error(err: HTTPException) -> Response:

@@ -112,6 +112,14 @@ def timer_owed(p: Projection) -> tuple[int, int] | None:
     return seat, seconds
 
 
+SLOW_POLICIES = frozenset({"expert"})  # they search: up to 200 ms a move
+
+
+def slow_bots(t: tb.Table) -> bool:
+    """A bot at the table searches for its moves (its runs get a time budget)."""
+    return any(b in SLOW_POLICIES for b in t.bots)
+
+
 def bot_to_act(t: tb.Table) -> int | None:
     """The bot seat whose turn it is, if any."""
     h = t.hand

@@ -39,6 +39,10 @@ JOB_ADVANCE = "workers.jobs.advance"
 JOB_TIME_OUT = "workers.jobs.time_out"
 TIMER_SLACK = 0.05  # seconds: a timer that fires this early (clock granularity) still acts
 MAX_STEPS = 400  # follow-ups run at once; a longer all-bot run goes on in a fresh job
+# At a table with a slow bot (the expert thinks up to 200 ms a move) a run of follow-ups
+# stops after this long and goes on in a fresh job: in the embedded default, on the timer
+# thread, so an all-expert table does not hold the request that created it for minutes.
+SLOW_RUN_SECONDS = 2.0
 
 log = logging.getLogger(__name__)
 
@@ -311,7 +315,11 @@ class Ledger:
         step is decided on the table the step before left, with the causation a job gives
         it; a step that raises ends the run (logged), the steps before it stand."""
         out: list[NewEvent] = []
+        deadline = (time.perf_counter() + SLOW_RUN_SECONDS if handlers.slow_bots(p.table)
+                    else None)
         for _ in range(max_steps):
+            if deadline is not None and out and time.perf_counter() > deadline:
+                break
             cmd = handlers.next_command(p)
             if cmd is None:
                 break
@@ -439,8 +447,13 @@ class Ledger:
         self.schedule_timer(table_id, p, turn_started)
         if handlers.next_command(p) is None:
             return False
-        self.dispatcher.enqueue(JOB_ADVANCE, table_id, p.version,
-                                job_id=f"advance:{table_id}:{p.version}")
+        job_id = f"advance:{table_id}:{p.version}"
+        if self.dispatcher.mode == "inline" and handlers.slow_bots(p.table):
+            # Off the caller's thread: the rest of a slow run plays on in the background.
+            self.dispatcher.schedule(JOB_ADVANCE, table_id, p.version, at=time.time(),
+                                     job_id=job_id)
+            return True
+        self.dispatcher.enqueue(JOB_ADVANCE, table_id, p.version, job_id=job_id)
         return True
 
     # ---- turn timers ----------------------------------------------------------------------

@@ -6,9 +6,13 @@ import ctypes
 import importlib
 import logging
 import os
+import shutil
 import signal
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -67,10 +71,11 @@ def fail(message: str) -> None:
 
 
 def settings() -> Settings:
-    """Settings from the environment; also applies LOO_LOG_LEVEL."""
+    """Settings from the environment; also applies LOO_LOG_LEVEL and LOO_LOG_FORMAT."""
+    from ledger.observe import configure
+
     s = Settings.from_env()
-    logging.basicConfig(level=s.log_level,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure(s.log_level, s.log_format)
     return s
 
 
@@ -103,6 +108,37 @@ DEFAULT_THREADS = 3
               "refused 503 [default: LOO_SSE_MAX_STREAMS, else 32]")
 def serve(host: str, port: int, workers: int, threads: int, streams: int | None) -> None:
     """Serve the HTTP API (the schema is upgraded first)."""
+    with metrics_dir():
+        _serve(host, port, workers, threads, streams)
+
+
+@contextmanager
+def metrics_dir() -> Iterator[None]:
+    """PROMETHEUS_MULTIPROC_DIR for this server's processes: a temporary directory it owns
+    and removes, unless the variable is set (then it is the operator's to empty between
+    runs). Set before anything imports prometheus-client, which reads it once."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        yield
+        return
+    path, owner = tempfile.mkdtemp(prefix="loo-metrics-"), os.getpid()
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = path
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:  # gunicorn installs its own
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    try:
+        yield
+    finally:
+        # gunicorn's workers leave through here too (SystemExit after the fork): only the
+        # process that made the directory removes it.
+        if os.getpid() == owner:
+            os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _exit_on_sigterm(signum: int, frame: Any) -> None:
+    raise SystemExit(0)  # unwinds, so `loo serve` removes its metrics directory
+
+
+def _serve(host: str, port: int, workers: int, threads: int, streams: int | None) -> None:
     s = settings()
     from ledger.api.feeds import feed_config
 
@@ -123,6 +159,8 @@ def serve(host: str, port: int, workers: int, threads: int, streams: int | None)
 
     from ledger.api.app import create_app
 
+    if s.log_format == "json":  # the app's own access lines replace werkzeug's
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)
     recover_timers_in_background(container)
     app = create_app(container)
     start_webhooks(container)
@@ -178,7 +216,9 @@ class GunicornApp(BaseApplication):  # type: ignore[misc]
         super().__init__()
 
     def load_config(self) -> None:
-        config = {"worker_class": worker_class(), "threads": DEFAULT_THREADS, "accesslog": "-",
+        # JSON logs: the app writes the access line itself (with the request id and route).
+        access = None if self.settings.log_format == "json" else "-"
+        config = {"worker_class": worker_class(), "threads": DEFAULT_THREADS, "accesslog": access,
                   "logger_class": "ledger.serve.gunicorn_worker.AccessLogger",
                   "loglevel": self.settings.log_level.lower(), **self.options}
         if "control_socket_disable" in self.cfg.settings:  # gunicorn >= 27

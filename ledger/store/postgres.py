@@ -59,7 +59,7 @@ from ledger.store.base import (
 )
 from ledger.store.bulk import gc_paused
 from ledger.store.hashing import GENESIS, Sealed, canonical_json, json_scalar, positioned, seal
-from ledger.store.postgres_pool import Connections, redact
+from ledger.store.postgres_pool import POOL_TIMEOUT, Connections, redact
 from ledger.store.postgres_schema import MIGRATIONS
 
 _COLS = "version, position, type, hand, data, recorded_at, causation, prev_hash, hash"
@@ -131,16 +131,23 @@ class PostgresStore:
     """EventStore on PostgreSQL; `schema` confines it to one schema (tests, benchmarks)."""
 
     def __init__(self, url: str, *, schema: str | None = None, max_size: int = 16,
-                 connect_timeout: int = 5) -> None:
+                 connect_timeout: int = 2, statement_timeout_ms: int = 5000,
+                 pool_timeout: float = POOL_TIMEOUT) -> None:
         if schema is not None and not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", schema):
             raise StoreError(f"bad schema name {schema!r}")
         self.url, self.schema = url, schema
         kwargs: dict[str, Any] = {}
-        if "connect_timeout" not in url:
+        if "connect_timeout" not in url:  # libpq's least is 2 s
             kwargs["connect_timeout"] = connect_timeout
+        # Fail fast rather than hold a request thread: a statement stuck behind a lock, or a
+        # server that stopped answering, ends in a 503 (options in DATABASE_URL replace it).
+        options = [] if "options=" in url or "statement_timeout" in url else [
+            f"-c statement_timeout={statement_timeout_ms}"]
         if schema:
-            kwargs["options"] = f"-c search_path={schema}"
-        self._connections = Connections(url, kwargs, max_size)
+            options.append(f"-c search_path={schema}")
+        if options:
+            kwargs["options"] = " ".join(options)
+        self._connections = Connections(url, kwargs, max_size, pool_timeout)
         self._heads: dict[str, tuple[int, str]] = {}
         self._secret: bytes | None = None
 
@@ -151,6 +158,7 @@ class PostgresStore:
     def upgrade(self) -> None:
         """Apply pending migrations in one transaction, serialised by an advisory lock."""
         with self._conn() as conn, conn.transaction():
+            conn.execute("SET LOCAL statement_timeout = 0")  # a migration may take long
             conn.execute("SELECT pg_advisory_xact_lock(hashtext("
                          "'loo:' || coalesce(%s::text, current_schema())))", (self.schema,))
             if self.schema:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import re
+import select
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -14,6 +18,10 @@ from psycopg.types.json import set_json_loads
 
 from ledger.store.base import StoreUnavailable
 from ledger.store.bulk import load_json
+
+log = logging.getLogger(__name__)
+POOL_TIMEOUT = 1.0  # seconds a request waits for a connection (all busy, or none can be made)
+PROBE_EVERY = 0.5  # seconds: while the server is down, how often one request tries it again
 
 # Pools inherited through fork() are never closed in the child: closing would send a
 # Terminate message on sockets the parent still uses.
@@ -39,15 +47,38 @@ class _WarmFirstPool(psycopg_pool.ConnectionPool):
         return super()._get_ready_connection(timeout)
 
 
+def _check(conn: psycopg.Connection[Any]) -> None:
+    """Before a connection is handed out: an idle connection that has something to read has
+    been told something, usually that the server is going away (or went, and came back):
+    only then is it asked a round trip, which raises if it is dead (the pool then discards it
+    and hands out another). A healthy idle connection costs one select() call."""
+    if conn.closed or conn.broken:
+        raise psycopg.OperationalError("connection closed")
+    readable, _, _ = select.select([conn.fileno()], [], [], 0)
+    if readable:
+        conn.execute("")
+
+
 def _configure(conn: psycopg.Connection[Any]) -> None:
     set_json_loads(load_json, conn)  # the faster decoder for jsonb on replay
 
 
 class Connections:
-    """Autocommit connections to one database (and schema), checked on creation."""
+    """Autocommit connections to one database (and schema), checked on creation.
 
-    def __init__(self, url: str, kwargs: dict[str, Any], max_size: int) -> None:
+    Failing fast while the server is down: once a connection breaks or none can be had
+    within POOL_TIMEOUT, requests are refused at once (StoreUnavailable, a 503) instead of
+    each waiting on the pool, so request threads stay free and the probes answer. Every
+    PROBE_EVERY seconds one request connects directly; when that works the pool is replaced
+    by a fresh one (its old connections all point at the server that went away), so the
+    service is back as soon as the server is, without the pool's own reconnect backoff
+    (which grows to many seconds).
+    """
+
+    def __init__(self, url: str, kwargs: dict[str, Any], max_size: int,
+                 pool_timeout: float = POOL_TIMEOUT) -> None:
         self.url, self._kwargs, self._max_size = url, {"autocommit": True, **kwargs}, max_size
+        self.pool_timeout = pool_timeout
         try:  # connect once, so a bad URL or a down server fails now with its real reason
             psycopg.connect(url, **self._kwargs).close()
         except psycopg.Error as err:
@@ -55,29 +86,74 @@ class Connections:
             raise StoreUnavailable(f"cannot connect to PostgreSQL at {redact(url)} "
                                    f"(check DATABASE_URL): {reason}") from None
         self._pid, self._pool = os.getpid(), self._new_pool()
+        self._down_since: float | None = None  # monotonic time the outage was seen
+        self._next_probe = 0.0
+        self._probe_lock = threading.Lock()
 
     def _new_pool(self) -> psycopg_pool.ConnectionPool:
         pool = _WarmFirstPool(self.url, min_size=1, max_size=self._max_size,
-                              kwargs=self._kwargs, open=False, timeout=10,
-                              configure=_configure, name="loo-store")
+                              kwargs=self._kwargs, open=False, timeout=self.pool_timeout,
+                              configure=_configure, check=_check, name="loo-store")
         pool.open(wait=False)
         return pool
+
+    @property
+    def down(self) -> bool:
+        return self._down_since is not None
+
+    def _outage(self, why: str) -> None:
+        if self._down_since is None:
+            log.error("PostgreSQL at %s: down (%s); failing fast, probing every %.1f s",
+                      redact(self.url), why, PROBE_EVERY)
+            self._down_since = time.monotonic()
+            self._next_probe = self._down_since + PROBE_EVERY
+
+    def _while_down(self) -> None:
+        """Refuse at once, except one request every PROBE_EVERY that tries the server."""
+        now = time.monotonic()
+        if now < self._next_probe or not self._probe_lock.acquire(blocking=False):
+            raise StoreUnavailable(f"PostgreSQL at {redact(self.url)} is down "
+                                   f"({now - (self._down_since or now):.1f} s)")
+        try:
+            self._next_probe = now + PROBE_EVERY
+            try:
+                psycopg.connect(self.url, **self._kwargs).close()
+            except psycopg.Error as err:
+                raise StoreUnavailable(f"PostgreSQL at {redact(self.url)} is down: "
+                                       f"{' '.join(str(err).split())}") from err
+            old, self._pool = self._pool, self._new_pool()
+            threading.Thread(target=old.close, name="loo-store-retire", daemon=True).start()
+            log.warning("PostgreSQL at %s: back after %.1f s", redact(self.url),
+                        now - (self._down_since or now))
+            self._down_since = None
+        finally:
+            self._probe_lock.release()
 
     @contextmanager
     def get(self) -> Iterator[psycopg.Connection[Any]]:
         if os.getpid() != self._pid:  # forked (gunicorn --preload): a pool of our own
             _ORPHANS.append(self._pool)
             self._pid, self._pool = os.getpid(), self._new_pool()
+        if self._down_since is not None:
+            self._while_down()
         pool = self._pool
         try:
             # getconn/putconn rather than pool.connection(): no commit() on an autocommit
             # connection, which is measurable on one-event appends.
             conn = pool.getconn()
         except psycopg_pool.PoolTimeout as err:
+            if pool.get_stats().get("pool_size", 0) < self._max_size:
+                # Not for want of a free connection (all busy is load, not an outage): the
+                # pool could not make one.
+                self._outage(f"no connection within {self.pool_timeout} s")
             raise StoreUnavailable(f"PostgreSQL at {redact(self.url)}: {err}") from err
         try:
             yield conn
+        except psycopg.errors.QueryCanceled as err:  # statement_timeout
+            raise StoreUnavailable(f"PostgreSQL at {redact(self.url)}: {err}") from err
         except psycopg.OperationalError as err:
+            if conn.broken or conn.closed:
+                self._outage(" ".join(str(err).split())[:200])
             raise StoreUnavailable(f"PostgreSQL at {redact(self.url)}: {err}") from err
         except (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedFunction) as err:
             raise StoreUnavailable(f"PostgreSQL at {redact(self.url)} has no event store "

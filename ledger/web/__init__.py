@@ -41,6 +41,46 @@ def chips(table_id: str) -> str:
     return render_template("chips.html", table_id=table_id)
 
 
+CLUB_PAGES = {"home": "Club", "members": "Members", "seasons": "Seasons", "tables": "Tables",
+              "standings": "Standings"}
+
+
+@web.get("/clubs/<club_id>")
+def club(club_id: str) -> str:
+    """A club's home: its name, how many members and tables, links to the rest. Every club
+    page asks for a club token once (pasted, kept in this tab's session storage) and reads
+    and writes through /v1/clubs with it."""
+    return render_template("club_home.html", club_id=club_id, page="home", pages=CLUB_PAGES)
+
+
+@web.get("/clubs/<club_id>/members")
+def club_members(club_id: str) -> str:
+    """Members: search, add, rename, archive (owner or scorer)."""
+    return render_template("club_members.html", club_id=club_id, page="members",
+                           pages=CLUB_PAGES)
+
+
+@web.get("/clubs/<club_id>/seasons")
+def club_seasons(club_id: str) -> str:
+    """Seasons: list, start, close."""
+    return render_template("club_seasons.html", club_id=club_id, page="seasons",
+                           pages=CLUB_PAGES)
+
+
+@web.get("/clubs/<club_id>/tables")
+def club_tables(club_id: str) -> str:
+    """The club's tables with filters, each linked to its table (admin) view."""
+    return render_template("club_tables.html", club_id=club_id, page="tables",
+                           pages=CLUB_PAGES, variants=VARIANTS, scorings=SCORINGS)
+
+
+@web.get("/clubs/<club_id>/standings")
+def club_standings(club_id: str) -> str:
+    """The league table per season, variant and scoring, its CSV, and chips over the season."""
+    return render_template("club_standings.html", club_id=club_id, page="standings",
+                           pages=CLUB_PAGES, variants=VARIANTS, scorings=SCORINGS)
+
+
 def guide(name: str) -> str:
     from ledger.web.guides import GUIDES, render
 

@@ -73,6 +73,26 @@ def test_expert_seats_play_their_turns_in_process(club: Club):
     assert club.get(t, path="/audit").get_json()["ok"]
 
 
+def test_an_all_expert_table_plays_on_in_the_background_to_max_hands(club: Club):
+    """issue 18: the experts think up to 200 ms a move; a run of theirs stops after
+    SLOW_RUN_SECONDS and goes on off the request (the embedded default's timer thread), so
+    creating an all-expert table answers long before its 12 hands are played."""
+    from tests.integration.worker_helpers import wait_until
+
+    seats = [{"name": f"E{i}", "bot": "expert"} for i in range(4)]
+    r = club.c.post("/v1/tables", json={"seats": seats, "first_dealer": 0,
+                                        "options": {"max_hands": 12}})
+    assert r.status_code == 201, r.get_json()
+    created = r.get_json()
+    t = Table(created["id"], created["admin_token"], [s["token"] for s in created["seats"]],
+              created)
+    assert created["table"]["status"] == "playing"  # answered before the game ended
+    wait_until(lambda: club.view(t)["status"] == "closed", timeout=300,
+               what="12 expert hands played")
+    assert club.view(t)["hand"]["number"] == 12
+    assert club.get(t, path="/audit").get_json()["ok"]
+
+
 def hidden_from(admin_view: dict, seat: int) -> set[str]:
     """Tiles `seat` must not see in this state (empty once the hand is complete)."""
     hand = admin_view["hand"]

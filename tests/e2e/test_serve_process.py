@@ -119,12 +119,27 @@ def test_serve_with_gunicorn_workers_on_postgresql(tmp_path: Path, pg_url: str) 
             assert fetch(url + "/readyz")[0] == 200
         log = (tmp_path / "serve.log").read_text()
         assert "2 process(es) x 3 threads" in log
-        # The access log: one line per request, in gunicorn's own (combined) format.
+        # The access log: one JSON line per request (LOO_LOG_FORMAT's default), by the app.
+        access = '"message": "GET /readyz 200"'
         deadline = time.monotonic() + 10
-        while log.count('"GET /readyz HTTP/1.1" 200') < 7 and time.monotonic() < deadline:
+        while log.count(access) < 7 and time.monotonic() < deadline:
             time.sleep(0.05)  # the lines are written as each request ends
             log = (tmp_path / "serve.log").read_text()
-        assert log.count('"GET /readyz HTTP/1.1" 200') >= 7, log
+        assert log.count(access) >= 7, log
+
+
+@pytest.mark.postgres
+def test_serve_with_text_logs_keeps_gunicorns_access_log(tmp_path: Path, pg_url: str) -> None:
+    with serving("--workers", "2", cwd=tmp_path, DATABASE_URL=pg_url,
+                 LOO_LOG_FORMAT="text") as url:
+        for _ in range(3):
+            assert fetch(url + "/readyz")[0] == 200
+        deadline = time.monotonic() + 10
+        log = (tmp_path / "serve.log").read_text()
+        while log.count('"GET /readyz HTTP/1.1" 200') < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+            log = (tmp_path / "serve.log").read_text()
+        assert log.count('"GET /readyz HTTP/1.1" 200') >= 3, log
 
 
 # ---- errors as a client sees them: problem+json, never a stack trace -----------------------

@@ -206,6 +206,10 @@ def test_serve_logs_access_through_the_lean_logger():
     from ledger.bootstrap import Settings
     from ledger.cli.main import GunicornApp
 
-    app = GunicornApp(Settings(database_url="sqlite:///:memory:"), {"bind": "127.0.0.1:0"})
+    app = GunicornApp(Settings(database_url="sqlite:///:memory:", log_format="text"),
+                      {"bind": "127.0.0.1:0"})
     assert app.cfg.logger_class.__name__ == "AccessLogger"
     assert app.cfg.accesslog == "-"
+    # JSON logs (the default): the app writes each access line itself, gunicorn none.
+    json_logs = GunicornApp(Settings(database_url="sqlite:///:memory:"), {"bind": "127.0.0.1:0"})
+    assert json_logs.cfg.accesslog is None

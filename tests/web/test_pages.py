@@ -50,7 +50,9 @@ def test_each_page_renders_its_shell_and_module(client, path: str, script: str) 
 def test_assets_are_served_from_the_package_and_need_no_network(client) -> None:
     css = client.get("/assets/style.css")
     assert css.status_code == 200 and css.mimetype == "text/css"
-    for name in ("api.js", "home.js", "table.js", "replay.js", "verify.js", "chips.js"):
+    for name in ("api.js", "home.js", "table.js", "replay.js", "verify.js", "chips.js",
+                 "club.js", "club-home.js", "club-members.js", "club-seasons.js",
+                 "club-tables.js", "club-standings.js"):
         js = client.get(f"/assets/js/{name}")
         assert js.status_code == 200, name
         text = js.get_data(as_text=True).replace("http://www.w3.org/2000/svg", "")
@@ -77,3 +79,65 @@ def test_pages_never_carry_a_token(client) -> None:
     page = client.get(f"/tables/{body['id']}", headers=HTML).get_data(as_text=True)
     for token in [body["admin_token"], *(s["token"] for s in body["seats"])]:
         assert token not in page
+
+
+CLUB_PAGES = [
+    ("/clubs/club_x", "js/club-home.js", ('id="count-members"', 'id="count-tables"')),
+    ("/clubs/club_x/members", "js/club-members.js",
+     ('id="add-member"', 'id="member-q"', 'id="show-archived"', 'id="members"')),
+    ("/clubs/club_x/seasons", "js/club-seasons.js", ('id="start-season"', 'id="seasons"')),
+    ("/clubs/club_x/tables", "js/club-tables.js",
+     ('id="table-filters"', 'name="status"', 'name="season"', 'name="member"',
+      'name="variant"', 'name="scoring"', 'id="tables"')),
+    ("/clubs/club_x/standings", "js/club-standings.js",
+     ('id="standings-filters"', 'id="csv-download"', 'id="standings"', 'id="season-chart"')),
+]
+
+
+@pytest.mark.parametrize("path, script, needles", CLUB_PAGES)
+def test_each_club_page_renders_its_shell_the_token_gate_and_its_module(
+        client, path: str, script: str, needles: tuple[str, ...]) -> None:
+    r = client.get(path, headers=HTML)
+    assert r.status_code == 200 and r.mimetype == "text/html", r.data
+    page = r.get_data(as_text=True)
+    assert 'data-club="club_x"' in page and f"/assets/{script}" in page
+    # One pasted token, as a password field of a form that posts nowhere (no action, no GET
+    # of the token into an address: the module reads it and keeps it in session storage).
+    assert 'id="club-token-form"' in page and 'type="password"' in page
+    assert "action=" not in page.split('id="club-token-form"')[1].split(">")[0]
+    for needle in needles:
+        assert needle in page, needle
+    for other in ("members", "seasons", "tables", "standings"):  # the club's tabs
+        assert f'href="/clubs/club_x/{other}"' in page
+    assert client.get(f"/assets/{script}").status_code == 200
+    assert client.get("/assets/js/club.js").status_code == 200
+
+
+def test_club_pages_escape_the_club_id_they_are_given(client) -> None:
+    page = client.get('/clubs/"><script>alert(1)<script>/members',
+                      headers=HTML).get_data(as_text=True)
+    assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)" in page
+
+
+def test_club_scripts_build_pages_from_text_never_from_markup(client) -> None:
+    """Member and table names come from users: every module writes them as text nodes (el()
+    and textContent), never as markup, so a member named <script> shows as text."""
+    for name in ("api.js", "club.js", "club-home.js", "club-members.js", "club-seasons.js",
+                 "club-tables.js", "club-standings.js", "table.js"):
+        text = client.get(f"/assets/js/{name}").get_data(as_text=True)
+        for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write"):
+            assert sink not in text, (name, sink)
+
+
+def test_home_offers_to_open_or_create_a_club(client) -> None:
+    page = client.get("/", headers=HTML).get_data(as_text=True)
+    for needle in ('id="open-club"', 'id="new-club"', 'id="new-club-done"'):
+        assert needle in page, needle
+
+
+def test_the_admin_view_carries_the_void_dialog_and_the_spectator_share(client) -> None:
+    page = client.get("/tables/abc123", headers=HTML).get_data(as_text=True)
+    for needle in ('id="admin-card" hidden', 'id="void-button"', '<dialog id="void-dialog"',
+                   'id="void-reason"', 'id="void-problem"', 'id="share-spectator"',
+                   'id="spectator-link"', 'id="spectators"', 'id="live"'):
+        assert needle in page, needle

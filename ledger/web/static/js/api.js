@@ -20,7 +20,11 @@ export function tokenFor(tableId) {
     tokenFor.watching = true;
     window.addEventListener('hashchange', () => { if (fragmentParams().get('token')) location.reload(); });
   }
-  return sessionStorage.getItem(key);
+  // Opened from a club's pages (?club=<id>, no secret): that tab's club token, which opens
+  // the club's tables (owner and scorer as the admin, viewer as a spectator).
+  const club = new URLSearchParams(location.search).get('club');
+  const clubToken = club ? sessionStorage.getItem('loo:club:' + club) : null;
+  return clubToken || sessionStorage.getItem(key);
 }
 
 export function rememberToken(tableId, token) {

@@ -49,3 +49,31 @@ document.getElementById('open-table').addEventListener('submit', (ev) => {
   const id = String(f.get('table')).trim();
   location.href = '/tables/' + encodeURIComponent(id) + '#token=' + encodeURIComponent(String(f.get('token')).trim());
 });
+
+// Clubs: the token goes to this tab's session storage, never into an address.
+const clubProblem = document.getElementById('club-problem');
+document.getElementById('open-club').addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  const f = new FormData(ev.target);
+  const id = String(f.get('club')).trim();
+  sessionStorage.setItem('loo:club:' + id, String(f.get('token')).trim());
+  location.href = '/clubs/' + encodeURIComponent(id);
+});
+document.getElementById('new-club').addEventListener('submit', async (ev) => {
+  ev.preventDefault();
+  clubProblem.hidden = true;
+  const f = new FormData(ev.target);
+  const r = await api('/v1/clubs', { method: 'POST', body: { name: String(f.get('name')).trim() },
+    headers: { 'Idempotency-Key': crypto.randomUUID() } });
+  if (!r.ok) {
+    clubProblem.textContent = 'No club created: ' + problemText(r);
+    clubProblem.hidden = false;
+    return;
+  }
+  sessionStorage.setItem('loo:club:' + r.data.id, r.data.token);
+  document.getElementById('new-club-id').textContent = r.data.id;
+  document.getElementById('new-club-token').textContent = r.data.token;
+  document.getElementById('new-club-link').href = '/clubs/' + encodeURIComponent(r.data.id);
+  document.getElementById('new-club-done').hidden = false;
+  ev.target.reset();
+});

@@ -217,7 +217,7 @@ function renderSummary(t) {
   const hands = $('hands');
   const done = hand ? (hand.phase === 'complete' ? hand.number : hand.number - 1) : 0;
   hands.replaceChildren(...Array.from({ length: done }, (_, i) => el('li', {},
-    el('a', { href: `/tables/${tableId}/hands/${i + 1}/replay` }, `Hand ${i + 1}: replay and verify`))));
+    el('a', { href: `/tables/${tableId}/hands/${i + 1}/replay${location.search}` }, `Hand ${i + 1}: replay and verify`))));
   if (!done) hands.append(el('li', {}, 'No hand is complete yet.'));
 }
 
@@ -249,8 +249,15 @@ function render(t) {
   renderSeats(t);
   renderCentre(t);
   renderLastHand(t);
+  renderAdmin(t);
+  $('moves-card').hidden = !!(t.viewer && t.viewer.role === 'spectator');
   const adminToken = sessionStorage.getItem('loo:admin:' + tableId);
   const links = $('table-links');
+  const club = new URLSearchParams(location.search).get('club');
+  if (club && !links.querySelector('.club-link')) {
+    links.append(' · ', el('a', { class: 'club-link', href: `/clubs/${encodeURIComponent(club)}/tables` }, 'The club\'s tables'));
+    links.querySelector('a').href += location.search;  // chip flows with the club's token
+  }
   if (adminToken && !links.querySelector('.admin-link') && t.viewer && t.viewer.role === 'seat') {
     links.append(' · ', el('a', { class: 'admin-link', href: `/tables/${tableId}#token=${encodeURIComponent(adminToken)}`,
       target: '_blank', rel: 'noopener' }, 'Admin view (every tile)'));
@@ -276,39 +283,234 @@ async function refresh() {
   return true;
 }
 
-// Live updates: the SSE feed where the service has it, short polling otherwise.
-let pending = null;
-function soon() {
-  if (!pending) pending = setTimeout(() => { pending = null; refresh(); }, 150);
+// ---- admin tools: void the latest settled hand, share a spectator link -----------------------
+
+let ledgerKey = null;
+let ledger = null;
+async function ledgerFor(t) {
+  // Read again when a hand completes, and on any change while the last hand stands complete
+  // (a void, a close): not on every move.
+  const hand = t.hand;
+  const key = !hand ? 'none' : hand.phase === 'complete' ? 'c' + t.version : 'p' + hand.number;
+  if (key !== ledgerKey) {
+    const r = await api(`/v1/tables/${tableId}/ledger`, { token });
+    if (r.ok) { ledger = r.data; ledgerKey = key; }
+  }
+  return ledger;
 }
 
-async function follow() {
-  try {
-    const resp = await fetch(`/v1/tables/${tableId}/events?after=${table.version}`, {
-      headers: { Accept: 'text/event-stream', Authorization: 'Bearer ' + token },
-    });
-    const type = resp.headers.get('content-type') || '';
-    if (!resp.ok || !type.startsWith('text/event-stream')) { resp.body?.cancel(); return false; }
-    const reader = resp.body.getReader();
-    (async () => {
-      for (;;) {
-        const { done } = await reader.read();
-        if (done) break;
-        soon();
-      }
-      setTimeout(follow, 1000);
-    })().catch(() => setTimeout(follow, 1000));
-    return true;
-  } catch (_) {
-    return false;
+// The latest settled hand not yet voided: the one a scorer may void (API.md Corrections).
+function voidable(t, book) {
+  const hand = t.hand;
+  if (!hand) return null;
+  let n = hand.phase === 'complete' ? hand.number : hand.number - 1;
+  const voided = new Set([...(book?.transfers || []), ...(book?.scores || [])]
+    .filter((x) => x.reason === 'void').map((x) => x.hand));
+  if (hand.voided && hand.phase === 'complete') voided.add(hand.number);
+  while (n > 0 && voided.has(n)) n -= 1;
+  return n > 0 ? n : null;
+}
+
+async function renderAdmin(t) {
+  const admin = t.viewer && t.viewer.role === 'admin';
+  $('admin-card').hidden = !admin;
+  if (!admin) return;
+  const n = voidable(t, await ledgerFor(t));
+  const button = $('void-button');
+  button.hidden = n === null;
+  $('void-none').hidden = n !== null;
+  if (n !== null) {
+    button.textContent = `Void hand ${n}`;
+    button.dataset.hand = n;
   }
+  if (!renderAdmin.listed) { renderAdmin.listed = true; listSpectators(); }
+}
+
+function openVoid() {
+  $('void-dialog').dataset.hand = $('void-button').dataset.hand;  // what the user confirms
+  $('void-number').textContent = $('void-dialog').dataset.hand;
+  $('void-problem').hidden = true;
+  $('void-confirm').disabled = false;
+  $('void-dialog').showModal();
+  $('void-reason').focus();
+}
+
+async function confirmVoid(ev) {
+  ev.preventDefault();
+  const n = $('void-dialog').dataset.hand;
+  const reason = $('void-reason').value.trim();
+  if (!reason) return;
+  $('void-confirm').disabled = true;
+  const r = await api(`/v1/tables/${tableId}/hands/${n}/void`, {
+    token, method: 'POST', body: { reason }, headers: { 'Idempotency-Key': crypto.randomUUID() } });
+  $('void-confirm').disabled = false;
+  if (!r.ok) {  // the refusal in place, in the dialog
+    const p = $('void-problem');
+    p.textContent = 'Not voided: ' + problemText(r);
+    p.dataset.code = (r.data && r.data.code) || '';
+    p.hidden = false;
+    return;
+  }
+  $('void-dialog').close();
+  ledgerKey = null;
+  render(r.data.table);
+}
+
+const SHARED = 'loo:spectators:' + tableId;
+function sharedTokens() { return JSON.parse(sessionStorage.getItem(SHARED) || '{}'); }
+function spectatorUrl(secret) { return `${location.origin}/tables/${encodeURIComponent(tableId)}#token=${encodeURIComponent(secret)}`; }
+
+async function shareSpectator() {
+  const button = $('share-spectator');
+  button.disabled = true;
+  const r = await api(`/v1/tables/${tableId}/spectators`, {
+    token, method: 'POST', body: { label: 'shared link' }, headers: { 'Idempotency-Key': crypto.randomUUID() } });
+  button.disabled = false;
+  if (!r.ok) { showProblem('No spectator link: ' + problemText(r)); return; }
+  sessionStorage.setItem(SHARED, JSON.stringify({ ...sharedTokens(), [r.data.id]: r.data.token }));
+  const link = spectatorUrl(r.data.token);
+  $('spectator-link').value = link;
+  $('open-spectator').href = link;
+  $('share-box').hidden = false;
+  $('share-box').dataset.spectator = r.data.id;
+  listSpectators();
+}
+
+async function listSpectators() {
+  const r = await api(`/v1/tables/${tableId}/spectators`, { token });
+  if (!r.ok) return;
+  const known = sharedTokens();
+  const box = $('spectators');
+  box.replaceChildren(...r.data.items.map((s) => el('li', { dataset: { spectator: s.id } },
+    known[s.id] ? el('a', { href: spectatorUrl(known[s.id]), target: '_blank', rel: 'noopener' }, s.label || s.id)
+      : el('span', {}, `${s.label || 'spectator link'} (${s.id})`), ' ',
+    el('button', { type: 'button', class: 'small revoke', onclick: async () => {
+      const d = await api(`/v1/tables/${tableId}/spectators/${encodeURIComponent(s.id)}`, { token, method: 'DELETE' });
+      if (!d.ok && d.status !== 204) { showProblem('Not revoked: ' + problemText(d)); return; }
+      const left = sharedTokens();
+      delete left[s.id];
+      sessionStorage.setItem(SHARED, JSON.stringify(left));
+      if ($('share-box').dataset.spectator === s.id) $('share-box').hidden = true;
+      listSpectators();
+    } }, 'Revoke'))));
+  box.dataset.count = r.data.items.length;
+}
+
+$('void-button').addEventListener('click', openVoid);
+$('void-form').addEventListener('submit', confirmVoid);
+$('void-cancel').addEventListener('click', () => $('void-dialog').close());
+$('share-spectator').addEventListener('click', shareSpectator);
+$('copy-spectator').addEventListener('click', () => {
+  $('spectator-link').select();
+  navigator.clipboard?.writeText($('spectator-link').value).catch(() => {});
+});
+
+// ---- live updates ----------------------------------------------------------------------------
+// The table's SSE feed (API.md Feeds). The feed takes the token only as an Authorization
+// header, which EventSource cannot send, so the stream is read with fetch(): frames parsed
+// here, `id:` kept, reconnects resume with Last-Event-ID. Each event refreshes the table
+// view (the API redacts it for this token). Refused (503: the server's bound of streams) or
+// unavailable: short polling, and the stream is tried again later.
+
+let pending = null;
+function soon() {
+  if (!pending) pending = setTimeout(() => { pending = null; refresh(); }, 100);
+}
+
+const live = $('live');
+let lastId = null;
+let received = 0;
+function setLive(mode) {
+  live.hidden = false;
+  live.dataset.live = mode;
+  live.textContent = mode === 'stream' ? 'Live' : 'Polling';
+  live.title = mode === 'stream' ? 'following the table\'s event stream' : 'asking the server every second';
+}
+
+function frameDone(frame) {
+  if (frame.id !== null) lastId = frame.id;
+  if (!frame.data.length && !frame.event) return;
+  received += 1;
+  live.dataset.events = received;
+  live.dataset.lastId = lastId ?? '';
+  live.dataset.lastEvent = frame.event || 'message';
+  soon();
+}
+
+let retryAfter = 5;
+async function stream() {
+  const headers = { Accept: 'text/event-stream', Authorization: 'Bearer ' + token };
+  if (lastId !== null) headers['Last-Event-ID'] = String(lastId);
+  let resp;
+  try {
+    resp = await fetch(`/v1/tables/${encodeURIComponent(tableId)}/events`, { headers, cache: 'no-store' });
+  } catch (_) {
+    return 'unavailable';
+  }
+  const type = resp.headers.get('content-type') || '';
+  if (resp.status === 503) {
+    retryAfter = Number(resp.headers.get('Retry-After')) || 5;
+    resp.body?.cancel();
+    return 'busy';
+  }
+  if (!resp.ok || !type.startsWith('text/event-stream')) { resp.body?.cancel(); return 'refused'; }
+  setLive('stream');
+  const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = '';
+  let frame = { id: null, event: null, data: [] };
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return 'ended';
+      buf += value;
+      let nl;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl).replace(/\r$/, '');
+        buf = buf.slice(nl + 1);
+        if (line === '') { frameDone(frame); frame = { id: null, event: null, data: [] }; continue; }
+        if (line.startsWith(':')) continue;  // a keep-alive comment
+        const colon = line.indexOf(':');
+        const field = colon < 0 ? line : line.slice(0, colon);
+        const val = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+        if (field === 'id') frame.id = val;
+        else if (field === 'event') frame.event = val;
+        else if (field === 'data') frame.data.push(val);
+      }
+    }
+  } catch (_) {
+    return 'unavailable';
+  }
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function follow() {
+  // Start where the page is: the position of the table's latest event.
+  const r = await api(`/v1/tables/${tableId}/events?after=${Math.max(0, table.version - 1)}&limit=1`, { token });
+  if (r.ok && r.data.events.length) lastId = String(r.data.events[r.data.events.length - 1].position);
+  let failures = 0;
+  for (;;) {
+    const how = await stream();
+    if (how === 'ended') { failures = 0; soon(); continue; }  // the server's time limit: resume
+    setLive('poll');
+    live.dataset.why = how;
+    if (how === 'refused') return;
+    failures += 1;
+    await sleep(how === 'busy' ? retryAfter * 1000 : Math.min(30000, 1000 * 2 ** failures));
+  }
+}
+
+async function poll() {
+  await refresh();
+  setTimeout(poll, live.dataset.live === 'stream' ? 15000 : 700);
 }
 
 async function start() {
   if (!token) { fatal({ status: 401 }); return; }
   if (!(await refresh())) return;
-  const streaming = await follow();
-  setInterval(refresh, streaming ? 5000 : 700);
+  setLive('poll');
+  follow();
+  setTimeout(poll, 700);
 }
 
 start();

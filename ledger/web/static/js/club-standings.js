@@ -1,0 +1,157 @@
+import { el } from './api.js';
+import { $, clubPath, clubToken, openClub, problemOf, read, readAll, showProblem } from './club.js';
+
+const SVG = 'http://www.w3.org/2000/svg';
+const COLOURS = ['#1f6f50', '#c2410c', '#1d4ed8', '#9333ea', '#b45309', '#0e7490', '#be185d', '#4d7c0f'];
+const FIELDS = ['rank', 'name', 'tables', 'hands', 'chips', 'points', 'games_won', 'tricks', 'loos', 'looed_chips'];
+
+await openClub();
+const form = $('standings-filters');
+const body = document.querySelector('#standings tbody');
+
+const seasons = await readAll('/seasons');
+if (seasons.ok) for (const s of seasons.items) $('filter-season').append(el('option', { value: s.id }, s.name));
+const wanted = new URLSearchParams(location.hash.replace(/^#/, '')).get('season');
+if (wanted && [...$('filter-season').options].some((o) => o.value === wanted)) $('filter-season').value = wanted;
+
+function filters() {
+  const out = {};
+  for (const [k, v] of new FormData(form)) if (v) out[k] = v;
+  return out;
+}
+
+function svg(tag, attrs, text) {
+  const n = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) n.setAttribute(k, v);
+  if (text !== undefined) n.textContent = text;
+  return n;
+}
+
+// Each member's running total after every hand of the chosen tables (in the order the
+// tables were created, hands in order), from the member ledgers: [{key, label}], {member: [v]}.
+async function series(rows, f) {
+  const tables = await readAll('/tables', f);
+  if (!tables.ok) return null;
+  const order = new Map(tables.items.map((t, i) => [t.id, i]));
+  const points = f.scoring === 'points';
+  const deltas = new Map(); // member -> Map(key -> delta)
+  const keys = new Map(); // key -> [tableIndex, hand]
+  const ledgers = await Promise.all(rows.map((row) => read(`/members/${encodeURIComponent(row.member)}/ledger` +
+    (f.season ? '?season=' + encodeURIComponent(f.season) : ''))));
+  rows.forEach((row, i) => {
+    const r = ledgers[i];
+    const mine = new Map();
+    deltas.set(row.member, mine);
+    if (!r.ok) return;
+    const add = (table, hand, d) => {
+      if (!order.has(table)) return;
+      const key = `${order.get(table)}:${hand}`;
+      keys.set(key, [order.get(table), hand]);
+      mine.set(key, (mine.get(key) || 0) + d);
+    };
+    if (points) {
+      for (const s of r.data.scores || []) add(s.table, s.hand, s.delta);
+    } else {
+      for (const t of r.data.transfers || []) {
+        const me = 'seat:' + t.seat;
+        add(t.table, t.hand, (t.to === me ? t.amount : 0) - (t.from === me ? t.amount : 0));
+      }
+    }
+  });
+  const sorted = [...keys.entries()].sort((a, b) => a[1][0] - b[1][0] || a[1][1] - b[1][1]).map(([k]) => k);
+  const values = {};
+  for (const row of rows) {
+    let total = 0;
+    const mine = deltas.get(row.member);
+    values[row.member] = [0, ...sorted.map((k) => (total += mine.get(k) || 0))];
+  }
+  return { count: sorted.length, values };
+}
+
+function chart(rows, s, metric) {
+  const W = 640; const H = 300; const L = 48; const R = 12; const T = 12; const B = 30;
+  const n = s.count + 1;
+  const all = rows.flatMap((r) => s.values[r.member]).concat([0]);
+  const lo = Math.min(...all); const hi = Math.max(...all); const span = hi - lo || 1;
+  const x = (i) => L + (n > 1 ? (i * (W - L - R)) / (n - 1) : 0);
+  const y = (v) => T + ((hi - v) * (H - T - B)) / span;
+  const out = svg('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart', id: 'standings-chart' });
+  for (const v of new Set([lo, 0, hi])) {
+    out.append(svg('line', { x1: L, x2: W - R, y1: y(v), y2: y(v), stroke: v === 0 ? '#888' : '#e5e5e5' }),
+      svg('text', { x: L - 6, y: y(v) + 4, 'text-anchor': 'end', 'font-size': 11, fill: '#555' }, v));
+  }
+  // Along the bottom: the hands in season order (each while they fit, else the first and last).
+  const every = n <= 25 ? 1 : n - 1;
+  for (let i = 0; i < n; i += every) {
+    out.append(svg('text', { x: x(i), y: H - 10, 'text-anchor': i ? 'middle' : 'start', 'font-size': 11, fill: '#555' },
+      i ? i : 'start'));
+  }
+  rows.forEach((row, k) => {
+    const colour = COLOURS[k % COLOURS.length];
+    const vals = s.values[row.member];
+    out.append(svg('polyline', { points: vals.map((v, i) => `${x(i)},${y(v)}`).join(' '), fill: 'none',
+      stroke: colour, 'stroke-width': 2.5, 'stroke-linejoin': 'round', 'data-member': row.member }));
+    vals.forEach((v, i) => {
+      if (i === 0 || (n > 60 && i !== n - 1)) return;
+      const dot = svg('circle', { cx: x(i), cy: y(v), r: i === n - 1 ? 4.5 : 3, fill: colour,
+        'data-member': row.member, 'data-index': i, 'data-value': v, ...(i === n - 1 ? { 'data-final': 'true' } : {}) });
+      dot.append(svg('title', {}, `${row.name}: ${v} ${metric} after hand ${i} of ${s.count}`));
+      out.append(dot);
+    });
+  });
+  return out;
+}
+
+let loading = 0;
+async function load() {
+  const mine = ++loading;
+  const f = filters();
+  const r = await read('/standings?' + new URLSearchParams(f));
+  if (mine !== loading) return;
+  if (!r.ok) { showProblem(problemOf(r)); return; }
+  showProblem('');
+  const rows = r.data.rows;
+  body.replaceChildren(...rows.map((row) => el('tr', { dataset: { member: row.member } },
+    FIELDS.map((k) => el('td', { dataset: { field: k } }, row[k])))));
+  $('standings-empty').hidden = rows.length > 0;
+  const metric = f.scoring === 'points' ? 'points' : 'chips';
+  $('season-chart-title').textContent = (metric === 'points' ? 'Points' : 'Chips') + ' over the season';
+  const s = rows.length ? await series(rows, f) : null;
+  if (mine !== loading) return;
+  if (!s || !s.count) {
+    $('season-chart').replaceChildren(el('p', { class: 'hint' }, 'Nothing to draw yet.'));
+    $('season-legend').replaceChildren();
+  } else {
+    $('season-chart').replaceChildren(chart(rows, s, metric));
+    $('season-legend').replaceChildren(...rows.map((row, k) => el('span', {},
+      el('i', { style: `background:${COLOURS[k % COLOURS.length]}` }), row.name)));
+  }
+  body.dataset.asOf = r.data.as_of;
+  body.dataset.loaded = new URLSearchParams(f).toString();
+}
+
+// The CSV comes from the API with the token in its Authorization header (a plain link
+// could not send it), then is saved from memory.
+$('csv-download').addEventListener('click', async () => {
+  const f = filters();
+  let resp;
+  try {
+    resp = await fetch(clubPath('/standings?' + new URLSearchParams({ ...f, format: 'csv' })), {
+      headers: { Accept: 'text/csv', Authorization: 'Bearer ' + clubToken() } });
+  } catch (err) { showProblem('The server does not answer: ' + err.message); return; }
+  if (!resp.ok) {
+    let data = null;
+    try { data = await resp.json(); } catch (_) { /* not JSON */ }
+    showProblem(problemOf({ status: resp.status, data }));
+    return;
+  }
+  const url = URL.createObjectURL(await resp.blob());
+  const a = el('a', { href: url, download: `standings${f.season ? '-' + $('filter-season').selectedOptions[0].text : ''}.csv`.replace(/[^\w.-]+/g, '_') });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
+});
+
+form.addEventListener('change', load);
+load();

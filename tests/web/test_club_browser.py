@@ -1,0 +1,464 @@
+"""The club pages, the admin view's void and spectator tools, and live updates, in a real
+browser (issue 19): headless Debian chromium against `loo serve` on embedded SQLite.
+
+A club is created over the API; its members and a season are made through the pages; a
+season table is played to settlement over the API (results entered by the scorer); the
+standings page, its chart and its CSV download agree with the API, member names that look
+like markup or formulas show as text; a hand voided by the admin view's button moves the
+standings, and a refused void shows the API's detail in the dialog; a shared spectator link
+opens a view with no live tile and stops working once revoked; table pages follow the SSE
+stream (fetch + a stream reader: the feed takes its token only as a header) and fall back
+to polling when the stream is refused (503) or unavailable. Screenshots under
+tests/artefacts/web/club-*.png; no page may log a console error.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.test_serve_process import serving
+from tests.web.test_browser import ARTEFACTS, browser, settle, wait_for  # noqa: F401
+
+By = pytest.importorskip("selenium.webdriver.common.by").By
+
+RESULT_A = {"decisions": {"0": "play", "1": "play", "2": "drop", "3": "play"},
+            "tricks": {"0": 3, "1": 2, "2": 0, "3": 0}}
+RESULT_B = {"decisions": {"0": "play", "1": "play", "2": "play", "3": "play"},
+            "tricks": {"0": 0, "1": 1, "2": 1, "3": 3}}
+NAMES = ["Ann", "<script>", "=cmd()", "Dan"]
+
+
+def call(base: str, method: str, path: str, token: str | None = None,
+         body: Any = None, accept: str = "application/json") -> tuple[int, Any]:
+    headers = {"Accept": accept}
+    if body is not None:
+        headers["Content-Type"] = "application/json"
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    req = urllib.request.Request(base + path, method=method, headers=headers,
+                                 data=None if body is None else json.dumps(body).encode())
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            raw = r.read()
+            status = r.status
+    except urllib.error.HTTPError as err:
+        raw, status = err.read(), err.code
+    if accept == "text/csv" and status == 200:
+        return status, raw.decode()
+    return status, json.loads(raw) if raw else None
+
+
+def ok(base: str, method: str, path: str, token: str | None = None, body: Any = None) -> Any:
+    status, out = call(base, method, path, token, body)
+    assert status in (200, 201), (status, out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    cwd = tmp_path_factory.mktemp("club-serve")
+    # Keep-alives every second: a stream whose page went away is noticed (and its slot
+    # freed) within a second, as pages come and go quickly here.
+    with serving(cwd=cwd, DATABASE_URL=f"sqlite:///{cwd / 'loo.db'}",
+                 LOO_SSE_KEEPALIVE="1") as url:
+        yield {"url": url, "log": cwd / "serve.log"}
+
+
+@pytest.fixture(scope="module")
+def downloads(browser, tmp_path_factory: pytest.TempPathFactory) -> Path:  # noqa: F811
+    folder = tmp_path_factory.mktemp("downloads")
+    browser.execute_cdp_cmd("Browser.setDownloadBehavior",
+                            {"behavior": "allow", "downloadPath": str(folder)})
+    return folder
+
+
+@pytest.fixture(scope="module")
+def club(server, browser) -> dict[str, Any]:  # noqa: F811
+    """A club created over the API, opened in the browser with its pasted owner token."""
+    base = server["url"]
+    made = ok(base, "POST", "/v1/clubs", body={"name": "The Red Lion"})
+    browser.get(f"{base}/clubs/{made['id']}")
+    field = wait_for("the token form", lambda: (lambda e: e.is_displayed() and e)(
+        browser.find_element(By.ID, "club-token")))
+    settle(browser, "club-gate")
+    field.send_keys(made["token"])
+    browser.find_element(By.CSS_SELECTOR, "#club-token-form button").click()
+    wait_for("the club's name", lambda: browser.find_element(By.ID, "club-name").text
+             == "The Red Lion")
+    assert browser.find_element(By.ID, "club-role").text == "owner"
+    assert made["token"] not in browser.current_url
+    return {"url": base, "id": made["id"], "token": made["token"]}
+
+
+def text_of(browser: Any, css: str) -> list[str]:  # noqa: F811
+    return [e.text for e in browser.find_elements(By.CSS_SELECTOR, css)]
+
+
+def add_through_the_page(browser: Any, form_id: str, names: list[str],  # noqa: F811
+                         listed: str) -> None:
+    form = wait_for("the form", lambda: (lambda e: e.is_displayed() and e)(
+        browser.find_element(By.ID, form_id)))
+    for name in names:
+        form.find_element(By.NAME, "name").send_keys(name)
+        form.find_element(By.CSS_SELECTOR, "button").click()
+        wait_for(f"{name} listed", lambda n=name: any(
+            t.startswith(n) for t in text_of(browser, listed)))
+
+
+@pytest.fixture(scope="module")
+def members(club, browser) -> list[str]:  # noqa: F811
+    """The four players, added through the members page (each xdist worker makes its own)."""
+    base, cid, token = club["url"], club["id"], club["token"]
+    browser.get(f"{base}/clubs/{cid}/members")
+    add_through_the_page(browser, "add-member", NAMES, "#members td.member-name")
+    found = {m["name"]: m["id"] for m in ok(base, "GET", f"/v1/clubs/{cid}/members",
+                                            token)["items"]}
+    return [found[n] for n in NAMES]
+
+
+@pytest.fixture(scope="module")
+def season(club, browser) -> str:  # noqa: F811
+    """A season started through the seasons page."""
+    base, cid, token = club["url"], club["id"], club["token"]
+    browser.get(f"{base}/clubs/{cid}/seasons")
+    add_through_the_page(browser, "start-season", ["Autumn 2026"], "#seasons tbody tr")
+    found = {s["name"]: s["id"] for s in ok(base, "GET", f"/v1/clubs/{cid}/seasons",
+                                            token)["items"]}
+    return found["Autumn 2026"]
+
+
+def test_members_are_added_searched_renamed_and_archived_through_the_page(
+        club, members, browser):  # noqa: F811
+    base, cid, token = club["url"], club["id"], club["token"]
+    browser.get(f"{base}/clubs/{cid}/members")
+    add_through_the_page(browser, "add-member", ["Eve"], "#members td.member-name")
+    found = {m["name"]: m["id"] for m in ok(base, "GET", f"/v1/clubs/{cid}/members",
+                                            token)["items"]}
+    assert set(found) == {*NAMES, "Eve"}
+    # A name that looks like markup is text on the page (the browser did not run it).
+    cell = browser.find_element(By.CSS_SELECTOR, f"tr[data-member='{found['<script>']}'] td")
+    assert cell.text == "<script>" and not cell.find_elements(By.TAG_NAME, "script")
+    # Rename Eve, then archive her.
+    eve = found["Eve"]
+    browser.find_element(By.CSS_SELECTOR, f"tr[data-member='{eve}'] button.rename").click()
+    box = wait_for("the rename box", lambda: browser.find_element(By.CSS_SELECTOR,
+                                                                  ".rename-input"))
+    box.clear()
+    box.send_keys("Evelyn")
+    browser.find_element(By.CSS_SELECTOR, "form.inline button[type=submit]").click()
+    wait_for("Evelyn", lambda: "Evelyn" in text_of(browser, "#members td.member-name"))
+    assert ok(base, "GET", f"/v1/clubs/{cid}/members/{eve}", token)["name"] == "Evelyn"
+    browser.find_element(By.CSS_SELECTOR, f"tr[data-member='{eve}'] button.archive").click()
+    wait_for("Evelyn gone from the active list",
+             lambda: "Evelyn" not in text_of(browser, "#members td.member-name"))
+    assert ok(base, "GET", f"/v1/clubs/{cid}/members/{eve}", token)["archived"] is True
+    browser.find_element(By.ID, "show-archived").click()
+    wait_for("Evelyn among the archived",
+             lambda: "Evelyn" in text_of(browser, "#members td.member-name"))
+    search = browser.find_element(By.ID, "member-q")
+    search.send_keys("EVE")
+    wait_for("the search", lambda: text_of(browser, "#members td.member-name") == ["Evelyn"])
+    search.clear()
+    browser.execute_script("document.getElementById('member-q').dispatchEvent(new Event('input'))")
+    wait_for("everyone again", lambda: len(text_of(browser, "#members td.member-name")) == 5)
+    settle(browser, "club-members")
+
+
+def test_a_season_is_started_and_closed_through_the_page(club, season, browser):  # noqa: F811
+    base, cid, token = club["url"], club["id"], club["token"]
+    browser.get(f"{base}/clubs/{cid}/seasons")
+    add_through_the_page(browser, "start-season", ["Trial week"], "#seasons tbody tr")
+    found = {s["name"]: s["id"] for s in ok(base, "GET", f"/v1/clubs/{cid}/seasons",
+                                            token)["items"]}
+    trial = found["Trial week"]
+    browser.find_element(By.CSS_SELECTOR, f"tr[data-season='{trial}'] .close-season").click()
+    wait_for("the trial closed", lambda: browser.find_element(
+        By.CSS_SELECTOR, f"tr[data-season='{trial}']").get_attribute("data-closed") == "true")
+    closed = ok(base, "GET", f"/v1/clubs/{cid}/seasons?closed=true", token)["items"]
+    assert [s["id"] for s in closed] == [trial]
+    assert browser.find_element(By.CSS_SELECTOR, f"tr[data-season='{season}']").get_attribute(
+        "data-closed") == "false"
+    settle(browser, "club-seasons")
+
+
+@pytest.fixture(scope="module")
+def season_table(club, members, season) -> dict[str, Any]:
+    """A season table of the four members played over the API: two hands entered by the
+    scorer (results mode), each settled."""
+    base, cid, token = club["url"], club["id"], club["token"]
+    made = ok(base, "POST", f"/v1/clubs/{cid}/tables", token, {
+        "season": season, "deal": "results", "first_dealer": 0,
+        "seats": [{"member": m} for m in members]})
+    for result in (RESULT_A, RESULT_B):
+        ok(base, "POST", f"/v1/tables/{made['id']}/hands", token, {"result": result})
+    return made
+
+
+def standings_on_page(browser: Any) -> dict[str, dict[str, str]]:  # noqa: F811
+    rows = {}
+    for tr in browser.find_elements(By.CSS_SELECTOR, "#standings tbody tr"):
+        rows[tr.get_attribute("data-member")] = {
+            td.get_attribute("data-field"): td.text for td in tr.find_elements(By.TAG_NAME, "td")}
+    return rows
+
+
+def check_standings(club: dict[str, Any], browser: Any, season: str) -> dict[str, Any]:  # noqa: F811
+    """The page's table and chart against GET /standings for the season (pool scoring)."""
+    base, cid, token = club["url"], club["id"], club["token"]
+    api = ok(base, "GET", f"/v1/clubs/{cid}/standings?season={season}&scoring=pool", token)
+    wait_for("the standings as of now", lambda: browser.find_element(
+        By.CSS_SELECTOR, "#standings tbody").get_attribute("data-as-of") == str(api["as_of"]))
+    shown = standings_on_page(browser)
+    assert list(shown) == [r["member"] for r in api["rows"]]  # the API's order
+    for row in api["rows"]:
+        for field in ("rank", "name", "tables", "hands", "chips", "points", "games_won",
+                      "tricks", "loos", "looed_chips"):
+            assert shown[row["member"]][field] == str(row[field]), (row, field)
+    finals = wait_for("the chart", lambda: browser.find_elements(
+        By.CSS_SELECTOR, "#standings-chart circle[data-final]"))
+    assert {d.get_attribute("data-member"): int(d.get_attribute("data-value"))
+            for d in finals} == {r["member"]: r["chips"] for r in api["rows"]}
+    return api
+
+
+def test_standings_table_chart_and_csv_agree_with_the_api(club, season, season_table,
+                                                          browser, downloads):  # noqa: F811
+    base, cid, token = club["url"], club["id"], club["token"]
+    browser.get(f"{base}/clubs/{cid}/standings#season={season}")
+    api = check_standings(club, browser, season)
+    assert sum(r["chips"] for r in api["rows"]) < 0  # the pool holds the rest
+    names = [td.text for td in browser.find_elements(
+        By.CSS_SELECTOR, "#standings td[data-field=name]")]
+    assert "<script>" in names and "=cmd()" in names  # as text
+    # A line per member, a dot after each of the two hands.
+    lines = browser.find_elements(By.CSS_SELECTOR, "#standings-chart polyline")
+    assert len(lines) == 4
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#standings-chart circle")) == 4 * 2
+    settle(browser, "club-standings")
+    # The CSV download sends the token (a plain link could not) and keeps formulas inert.
+    browser.find_element(By.ID, "csv-download").click()
+    path = wait_for("the CSV file", lambda: [p for p in downloads.glob("*.csv")])[0]
+    wait_for("the whole CSV", lambda: path.read_text().count("\n") == 5)
+    rows = list(csv.DictReader(io.StringIO(path.read_text())))
+    status, want = call(base, "GET", f"/v1/clubs/{cid}/standings?season={season}"
+                        "&scoring=pool&format=csv", token, accept="text/csv")
+    assert status == 200 and path.read_bytes().decode() == want  # byte for byte
+    assert {r["name"] for r in rows} == {"Ann", "<script>", "'=cmd()", "Dan"}
+    assert path.name == "standings-Autumn_2026.csv"
+    settle(browser, "club-standings-downloaded")
+
+
+def test_the_tables_page_filters_and_opens_the_admin_view_where_a_hand_is_voided(
+        club, season, season_table, browser):  # noqa: F811
+    base, cid, token = club["url"], club["id"], club["token"]
+    tid = season_table["id"]
+    browser.get(f"{base}/clubs/{cid}/tables")
+    wait_for("the table listed", lambda: browser.find_elements(
+        By.CSS_SELECTOR, f"#tables tr[data-table='{tid}']"))
+    browser.find_element(By.CSS_SELECTOR, "#table-filters select[name=status] "
+                                          "option[value=finished]").click()
+    wait_for("no finished table", lambda: browser.find_element(
+        By.CSS_SELECTOR, "#tables tbody").get_attribute("data-loaded") == "status=finished")
+    assert not browser.find_elements(By.CSS_SELECTOR, "#tables tbody tr")
+    browser.find_element(By.CSS_SELECTOR, "#table-filters select[name=status] "
+                                          "option[value=playing]").click()
+    row = wait_for("the playing table", lambda: browser.find_element(
+        By.CSS_SELECTOR, f"#tables tr[data-table='{tid}']"))
+    assert "Autumn 2026" in row.text and "<script>" in row.text
+    settle(browser, "club-tables")
+    before = ok(base, "GET", f"/v1/clubs/{cid}/standings?season={season}", token)
+    row.find_element(By.LINK_TEXT, "Admin view").click()
+    button = wait_for("the void button", lambda: (lambda b: b.is_displayed() and b)(
+        browser.find_element(By.ID, "void-button")))
+    assert button.text == "Void hand 2" and token not in browser.current_url
+    settle(browser, "club-table-admin")
+    button.click()
+    dialog = wait_for("the confirmation", lambda: (lambda d: d.is_displayed() and d)(
+        browser.find_element(By.ID, "void-dialog")))
+    settle(browser, "club-void-dialog")
+    dialog.find_element(By.ID, "void-confirm").click()
+    wait_for("the void done", lambda: not browser.find_element(By.ID, "void-dialog")
+             .is_displayed())
+    wait_for("hand 1 offered next", lambda: browser.find_element(By.ID, "void-button").text
+             == "Void hand 1")
+    after = ok(base, "GET", f"/v1/clubs/{cid}/standings?season={season}", token)
+    assert [r["chips"] for r in after["rows"]] != [r["chips"] for r in before["rows"]]
+    record = ok(base, "GET", f"/v1/tables/{tid}/hands/2", token)
+    assert record["hand"]["voided"] is True
+    # A refused void: the dialog opened for hand 1, hand 1 voided meanwhile elsewhere.
+    browser.find_element(By.ID, "void-button").click()
+    wait_for("the dialog again", lambda: browser.find_element(By.ID, "void-dialog").is_displayed())
+    ok(base, "POST", f"/v1/tables/{tid}/hands/1/void", token, {"reason": "from elsewhere"})
+    browser.find_element(By.ID, "void-confirm").click()
+    problem = wait_for("the refusal in place", lambda: (lambda p: p.is_displayed() and p)(
+        browser.find_element(By.ID, "void-problem")))
+    assert problem.text == "Not voided: hand 1 is already voided"
+    assert problem.get_attribute("data-code") == "hand_already_voided"
+    browser.save_screenshot(str(ARTEFACTS / "club-void-refused.png"))
+    browser.get_log("browser")  # the 422 itself is logged by the browser: expected here
+    browser.find_element(By.ID, "void-cancel").click()
+    # The standings page follows: everything voided, every figure back to zero.
+    browser.get(f"{base}/clubs/{cid}/standings#season={season}")
+    api = check_standings(club, browser, season)
+    assert {r["chips"] for r in api["rows"]} == {0}
+    settle(browser, "club-standings-after-void")
+
+
+def test_the_club_home_counts_and_the_token_stays_out_of_addresses_and_logs(
+        club, season_table, server, browser):  # noqa: F811
+    base, cid, token = club["url"], club["id"], club["token"]
+    browser.get(f"{base}/clubs/{cid}")
+    counts = ok(base, "GET", f"/v1/clubs/{cid}", token)
+    seasons = len(ok(base, "GET", f"/v1/clubs/{cid}/seasons", token)["items"])
+    wait_for("the counts", lambda: browser.find_element(By.ID, "count-seasons").text
+             == str(seasons))
+    assert browser.find_element(By.ID, "count-members").text == str(counts["members"])
+    assert browser.find_element(By.ID, "count-tables").text == str(counts["tables"])
+    settle(browser, "club-home")
+    assert token not in server["log"].read_text()
+    # Forgetting the token asks for one again; a wrong one is refused in place.
+    browser.find_element(By.ID, "forget-token").click()
+    field = wait_for("the token form", lambda: (lambda e: e.is_displayed() and e)(
+        browser.find_element(By.ID, "club-token")))
+    field.send_keys("not-a-token")
+    browser.find_element(By.CSS_SELECTOR, "#club-token-form button").click()
+    problem = wait_for("the refusal", lambda: (lambda p: p.is_displayed() and p.text)(
+        browser.find_element(By.ID, "gate-problem")))
+    assert "does not open this club" in problem
+    browser.get_log("browser")  # the 403 itself is logged by the browser: expected here
+    field.send_keys(token)
+    browser.find_element(By.CSS_SELECTOR, "#club-token-form button").click()
+    wait_for("the club again", lambda: browser.find_element(By.ID, "count-tables").text
+             == str(counts["tables"]))
+
+
+@pytest.fixture(scope="module")
+def live_table(club, members) -> dict[str, Any]:
+    """A shuffled club table of two members: hand 1 is live (dealt, tiles hidden)."""
+    base, cid, token = club["url"], club["id"], club["token"]
+    return ok(base, "POST", f"/v1/clubs/{cid}/tables", token, {
+        "deal": "shuffled", "first_dealer": 0,
+        "seats": [{"member": m} for m in members[:2]]})
+
+
+def move_over_the_api(base: str, table: dict[str, Any]) -> int:
+    view = ok(base, "GET", f"/v1/tables/{table['id']}", table["admin_token"])
+    move = view["legal_actions"][0] | {"expected_version": view["version"]}
+    return ok(base, "POST", f"/v1/tables/{table['id']}/actions", table["admin_token"],
+              move)["table"]["version"]
+
+
+def test_a_spectator_link_is_shared_opens_without_live_tiles_and_is_revoked(
+        club, live_table, browser):  # noqa: F811
+    base, tid = club["url"], live_table["id"]
+    browser.get(f"{base}/tables/{tid}#token={live_table['admin_token']}")
+    share = wait_for("the share button", lambda: (lambda b: b.is_displayed() and b)(
+        browser.find_element(By.ID, "share-spectator")))
+    assert browser.find_elements(By.CSS_SELECTOR, "#seats .tile:not(.back)")  # admin: all
+    share.click()
+    link = wait_for("the link", lambda: browser.find_element(By.ID, "spectator-link")
+                    .get_attribute("value"))
+    wait_for("the link listed", lambda: browser.find_element(By.ID, "spectators")
+             .get_attribute("data-count") == "1")
+    settle(browser, "club-share-spectator")
+    secret = link.split("#token=")[1]
+    assert link.startswith(f"{base}/tables/{tid}#token=")
+    browser.get(link)
+    wait_for("the spectator's view", lambda: "viewing as spectator" in browser.find_element(
+        By.ID, "summary").text)
+    wait_for("the hidden tiles", lambda: browser.find_elements(By.CSS_SELECTOR,
+                                                               "#seats .tile.back"))
+    assert not browser.find_elements(By.CSS_SELECTOR, "#seats .tile:not(.back)")
+    assert not browser.find_element(By.ID, "moves-card").is_displayed()
+    assert not browser.find_element(By.ID, "admin-card").is_displayed()
+    settle(browser, "club-spectator")
+    # Revoked from the admin view: the link opens nothing any more.
+    browser.get(f"{base}/tables/{tid}#token={live_table['admin_token']}")
+    revoke = wait_for("the revoke button", lambda: browser.find_element(
+        By.CSS_SELECTOR, "#spectators button.revoke"))
+    revoke.click()
+    wait_for("no link left", lambda: browser.find_element(By.ID, "spectators")
+             .get_attribute("data-count") == "0")
+    assert call(base, "GET", f"/v1/tables/{tid}", secret)[0] == 401
+
+
+def test_the_seat_page_follows_the_event_stream(club, live_table, browser):  # noqa: F811
+    base, tid = club["url"], live_table["id"]
+    seat = live_table["seats"][0]["token"]
+    browser.get(f"{base}/tables/{tid}#token={seat}")
+    live = wait_for("the stream", lambda: (lambda e: e.get_attribute("data-live") == "stream"
+                                           and e)(browser.find_element(By.ID, "live")))
+    for _ in range(2):
+        version = move_over_the_api(base, live_table)
+        # The page polls every 15 s while it streams: only the stream brings this in time.
+        wait_for(f"version {version} on the page", lambda v=version: browser.find_element(
+            By.ID, "summary").get_attribute("data-version") == str(v), deadline=5)
+    assert int(live.get_attribute("data-events")) >= 2
+    assert int(live.get_attribute("data-last-id")) > version  # a position, not a version
+    settle(browser, "club-seat-live")
+
+
+def test_the_page_polls_when_the_stream_is_unavailable(club, live_table, browser):  # noqa: F811
+    base, tid = club["url"], live_table["id"]
+    browser.execute_cdp_cmd("Network.enable", {})
+    browser.execute_cdp_cmd("Network.setBlockedURLs", {"urls": [f"*/v1/tables/{tid}/events"]})
+    try:
+        browser.get(f"{base}/tables/{tid}#token={live_table['admin_token']}")
+        live = wait_for("polling", lambda: (lambda e: e.get_attribute("data-why") and e)(
+            browser.find_element(By.ID, "live")))
+        assert live.get_attribute("data-live") == "poll"
+        assert live.get_attribute("data-why") == "unavailable"
+        version = move_over_the_api(base, live_table)
+        wait_for("the move by polling", lambda: browser.find_element(
+            By.ID, "summary").get_attribute("data-version") == str(version), deadline=5)
+    finally:
+        browser.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
+        browser.get_log("browser")  # the blocked request is logged: expected here
+
+
+def test_the_page_polls_when_the_server_refuses_the_stream(tmp_path, browser):  # noqa: F811
+    """A server with room for one stream, held by another client: the page is refused (503)
+    and polls, and takes the stream once the slot is free again."""
+    with serving(cwd=tmp_path, DATABASE_URL=f"sqlite:///{tmp_path / 'loo.db'}",
+                 LOO_SSE_MAX_STREAMS="1", LOO_SSE_KEEPALIVE="0.5") as base:
+        table = ok(base, "POST", "/v1/tables", body={
+            "seats": [{"name": "Ann"}, {"name": "Bob"}], "first_dealer": 0})
+        req = urllib.request.Request(f"{base}/v1/tables/{table['id']}/events", headers={
+            "Accept": "text/event-stream", "Authorization": f"Bearer {table['admin_token']}"})
+        held = urllib.request.urlopen(req, timeout=10)
+        release = threading.Event()
+
+        def hold() -> None:  # read the held stream until told to let it go
+            while not release.is_set() and held.readline():
+                pass
+            held.close()
+
+        holder = threading.Thread(target=hold, daemon=True)
+        holder.start()
+        try:
+            browser.get(f"{base}/tables/{table['id']}#token={table['admin_token']}")
+            live = wait_for("refused", lambda: (lambda e: e.get_attribute("data-why") == "busy"
+                                                and e)(browser.find_element(By.ID, "live")))
+            assert live.get_attribute("data-live") == "poll"
+            version = move_over_the_api(base, table)
+            wait_for("the move by polling", lambda: browser.find_element(
+                By.ID, "summary").get_attribute("data-version") == str(version), deadline=5)
+            browser.save_screenshot(str(ARTEFACTS / "club-polling.png"))
+            browser.get_log("browser")  # the 503 itself is logged: expected here
+        finally:
+            release.set()
+            holder.join(timeout=5)
+        # The slot is free again: the page retries after Retry-After (5 s) and streams.
+        wait_for("the stream after the retry", lambda: browser.find_element(
+            By.ID, "live").get_attribute("data-live") == "stream", deadline=12)
+        browser.get("about:blank")
