@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import unicodedata
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -138,6 +139,7 @@ Answer with the number of a listed move, or type it:
   6-3                           play 6-3; leading, the end typed first is the suit
                                 declared (3-6 leads threes); a trump or a double leads
                                 its own suit
+  hint                          the expert's move for you now, and why
   q                             leave: the table is closed (Ctrl-D and Ctrl-C too)"""
 
 
@@ -210,8 +212,10 @@ def _example(body: dict[str, Any]) -> str:
     return body["choice"]
 
 
-def read_move(view: dict[str, Any]) -> dict[str, Any]:
-    """Ask until the answer is a move; Quit on q or at the end of the input."""
+def read_move(view: dict[str, Any],
+              hint: Callable[[], str] | None = None) -> dict[str, Any]:
+    """Ask until the answer is a move; Quit on q or at the end of the input; `hint` (the
+    expert's advice) when asked for one."""
     while True:
         click.echo("your move: ", nl=False)
         try:
@@ -228,6 +232,9 @@ def read_move(view: dict[str, Any]) -> dict[str, Any]:
             raise Quit("you left")
         if text in ("?", "h", "help") or text.lower() == "help":
             click.echo(MOVE_HELP)
+            continue
+        if text.lower() == "hint" and hint is not None:
+            click.echo(f"  hint: {hint()}")
             continue
         try:
             return parse_move(text, view)
@@ -252,7 +259,7 @@ def _name(value: str) -> str:
 @click.option("--scoring", type=click.Choice(["pool", "points"]), default=None,
               help="chips in a pool (§8) or points (§9)  [default: pool for Loo, points "
               "for Rounce, which is always scored in points]")
-@click.option("--bot", type=click.Choice(["heuristic", "random"]), default="heuristic",
+@click.option("--bot", type=click.Choice(["heuristic", "random", "expert"]), default="heuristic",
               show_default=True, help="the policy of the other seats")
 @click.option("--name", default="You", show_default=True, callback=lambda _c, _p, v: _name(v),
               help="your name at the table")
@@ -284,7 +291,7 @@ def play_cmd(players: int, variant: str, scoring: str | None, bot: str, name: st
         # for (with auto_deal the next hand and its stakes would already be on the table).
         table_id, _tokens, p = led.create_table(c.CreateTable(
             variant=variant, scoring=scoring, seats=seats, first_dealer="lots",
-            deal="shuffled", options={"auto_deal": False}))
+            deal="shuffled", options={"auto_deal": False, "hints": True}))
     except LedgerError as err:
         raise click.ClickException(err.detail) from err
     t = p.table
@@ -363,7 +370,7 @@ def _play(led: Ledger, table_id: str, max_hands: int) -> str:
         click.echo(_asked(view) + ":")
         for i, body in enumerate(legal, 1):
             click.echo(f"  [{i}] {_label(body, view['hand']['turn_up'])}")
-        body = read_move(view)
+        body = read_move(view, lambda p=p: _hint(p))
         try:
             led.execute(table_id, _to_command(body, 0), loaded=p)
         except VersionConflict:
@@ -372,6 +379,13 @@ def _play(led: Ledger, table_id: str, max_hands: int) -> str:
             rule = f" (rule {err.rule}, /docs/rules#rule-{err.rule})" if err.rule else ""
             click.echo(f"refused{rule}: {err.detail}")
         click.echo()
+
+
+def _hint(p: Any) -> str:
+    """The expert's move for seat 0, from seat 0's view (as GET /v1/tables/{id}/hint)."""
+    from ledger.app.hints import hint
+
+    return str(hint(p, 0)["why"])  # it names the move first
 
 
 def _finish(led: Ledger, table_id: str, ending: str) -> None:

@@ -121,7 +121,7 @@ def test_typed_moves_mean_the_listed_ones_and_forbidden_ones_are_refused_by_rule
     kinds: set[str] = set()
     refused: dict[int, str] = {}  # version -> the tile refused there
 
-    def move(view: dict[str, Any]) -> dict[str, Any]:
+    def move(view: dict[str, Any], hint: Any = None) -> dict[str, Any]:
         legal, h = view["legal_actions"], view["hand"]
         for body in legal:
             assert cli_game.parse_move(_typed(body), view) == body, (body, _typed(body))
@@ -163,6 +163,16 @@ def test_parse_move_reads_numbers_tiles_and_words():
                           ("abc", "name one tile to play"), ("6-2 5-3", "name one tile")]:
         with pytest.raises(ValueError, match=re.escape(message)):
             cli_game.parse_move(text, view)
+
+
+def test_play_against_experts_gives_a_hint_when_asked(env, fixed_seeds):
+    """issue 18: `loo play --bot expert`; typing hint shows the expert's move for you."""
+    result = CliRunner().invoke(main, ["play", "--players", "3", "--bot", "expert",
+                                       "--hands", "1"], input="hint\n" + "1\n" * 40, env=env)
+    assert result.exit_code == 0, result.output
+    assert re.search(r"your move:   hint: (play|miss|drop|discard)", result.output), result.output
+    assert "guessed deals" in result.output or "the only legal action" in result.output
+    assert "1 hand played; the table is closed." in result.output
 
 
 def test_play_answers_garbage_and_leaves_cleanly_at_the_end_of_input(env, fixed_seeds):

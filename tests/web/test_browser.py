@@ -358,3 +358,27 @@ def test_pages_fit_a_phone_width_screen(played, browser):
             settle(browser, name)
     finally:
         browser.set_window_size(1100, 1300)
+
+
+def test_a_seat_asks_for_a_hint_and_plays_it(server, browser):
+    """issue 18: on a table with options.hints the seat's page has a Hint button; the hint
+    is the API's, names one of the seat's legal moves, and that move is marked."""
+    url, _ = server
+    seats = [{"name": "Ann"}, {"name": "Bot", "bot": "expert"}, {"name": "Cat", "bot": "expert"}]
+    created = post(f"{url}/v1/tables", {"seats": seats, "first_dealer": 0,
+                                        "options": {"hints": True}})
+    tid, token = created["id"], created["seats"][0]["token"]
+    browser.get(f"{url}/tables/{tid}#token={token}")
+    wait_for("the hint button", lambda: browser.find_element(By.ID, "hint-button")).click()
+    shown = wait_for("the hint", lambda: browser.find_element(By.ID, "hint-text"))
+    action = json.loads(shown.get_attribute("data-action"))
+    assert action == get(f"{url}/v1/tables/{tid}/hint", token)["action"]
+    assert action in get(f"{url}/v1/tables/{tid}", token)["legal_actions"]
+    assert shown.text.startswith("Expert: ")
+    marked = browser.find_elements(By.CSS_SELECTOR, "#moves button.move.suggested")
+    assert len(marked) == 1 and json.loads(marked[0].get_attribute("data-action")) == action
+    settle(browser, "table-hint")
+    version = browser.find_element(By.ID, "summary").get_attribute("data-version")
+    marked[0].click()
+    wait_for("the hinted move", lambda: browser.find_element(By.ID, "summary")
+             .get_attribute("data-version") != version)

@@ -27,7 +27,8 @@ form.addEventListener('submit', async (ev) => {
   const variant = f.get('variant');
   const body = {
     variant, scoring: variant === 'rounce' ? 'points' : f.get('scoring'), seats,
-    first_dealer: 'lots', deal: 'shuffled', options: { auto_deal: true },
+    first_dealer: 'lots', deal: 'shuffled',
+    options: { auto_deal: true, ...(f.get('hints') ? { hints: true } : {}) },
   };
   const button = form.querySelector('button');
   button.disabled = true;

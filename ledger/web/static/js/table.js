@@ -10,6 +10,7 @@ const DECISION = { play: 'Play', miss: 'Miss (draw new tiles)', drop: 'Drop' };
 let table = null;
 let busy = false;
 let selected = new Set();
+let hint = null; // {version, action, why}: the expert's move for this seat, when asked
 
 function showProblem(text) {
   const p = $('problem');
@@ -69,9 +70,38 @@ function label(a, hand) {
   return a.type;
 }
 
+function sameAction(a, b) {
+  return !!a && !!b && JSON.stringify(Object.entries(a).filter(([k]) => k !== 'seat').sort())
+    === JSON.stringify(Object.entries(b).filter(([k]) => k !== 'seat').sort());
+}
+
+// GET /v1/tables/{id}/hint (options.hints): the expert's move from this seat's view.
+async function askHint() {
+  const r = await api(`/v1/tables/${tableId}/hint`, { token });
+  if (!r.ok) {
+    showProblem('No hint: ' + problemText(r));
+    return;
+  }
+  hint = r.data;
+  renderMoves(table);
+}
+
+function hintRow(t, legal) {
+  if (!t.options || !t.options.hints || !t.viewer || t.viewer.role !== 'seat' || !legal.length) {
+    return null;
+  }
+  const current = hint && hint.version === t.version ? hint : null;
+  return el('div', { class: 'move-row hint-row' },
+    el('button', { type: 'button', class: 'hint-button', id: 'hint-button', onclick: askHint },
+      'Hint'),
+    current ? el('span', { id: 'hint-text', class: 'hint', dataset: { action: JSON.stringify(current.action) } },
+      `Expert: ${label(current.action, t.hand)}. ${current.why}`) : null);
+}
+
 function actionButton(a, hand, content) {
+  const suggested = hint && table && hint.version === table.version && sameAction(hint.action, a);
   return el('button', {
-    type: 'button', class: 'move', onclick: () => act(a),
+    type: 'button', class: 'move' + (suggested ? ' suggested' : ''), onclick: () => act(a),
     dataset: { action: JSON.stringify(a) },
   }, content || label(a, hand));
 }
@@ -152,6 +182,8 @@ function renderMoves(t) {
   }
   const others = legal.filter((a) => !['decide', 'discard', 'play'].includes(a.type));
   if (others.length) box.append(el('div', { class: 'move-row' }, others.map((a) => actionButton(a, hand))));
+  const row = hintRow(t, legal);
+  if (row) box.append(row);
 }
 
 function renderSeats(t) {
