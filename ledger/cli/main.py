@@ -28,6 +28,7 @@ log = logging.getLogger("ledger.cli")
 # used, so `loo serve` never loads them. Add a line here for a new top-level command.
 LAZY_COMMANDS = {
     "play": "ledger.cli.game:play_cmd",
+    "tournament": "ledger.cli.tournament:tournament_cmd",
     "replay": "ledger.cli.record:replay_cmd",
     "audit": "ledger.cli.record:audit_cmd",
     "verify": "ledger.cli.history:verify_cmd",
