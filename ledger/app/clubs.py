@@ -206,6 +206,10 @@ class Clubs:
         return {"member": mid, "transfers": transfers, "scores": scores}
 
 
+_FIGURE_EVENTS = frozenset({"hand_settled", "hand_completed", "player_looed",
+                            "penalty_assessed"})
+
+
 def table_figures(stored: list[Any]) -> list[dict[str, int]]:
     """Per seat: hands, chips, points, games_won, tricks, loos, looed_chips (voided hands
     count for nothing: their chips and points were given back)."""
@@ -216,19 +220,19 @@ def table_figures(stored: list[Any]) -> list[dict[str, int]]:
     out = [{"hands": 0, "chips": t.balances[s], "points": 0, "games_won": 0, "tricks": 0,
             "loos": 0, "looed_chips": 0} for s in range(n)]
     for s in stored:
-        if s.hand in voided:
+        if s.hand in voided or s.type not in _FIGURE_EVENTS:
             continue
-        d = s.data
-        if s.type == "hand_settled":
+        e = decode(s)
+        if isinstance(e, ev.HandSettled):
             for seat in range(n):
                 out[seat]["hands"] += 1
-        elif s.type == "hand_completed":
-            for seat, won in enumerate((d.get("tricks_won") or {}).values()):
-                out[seat]["tricks"] += int(won)
-        elif s.type == "player_looed":
-            out[d["seat"]]["loos"] += 1
-        elif s.type == "penalty_assessed":
-            out[d["seat"]]["looed_chips"] += int(d["amount"])
+        elif isinstance(e, ev.HandCompleted):
+            for seat, won in enumerate(e.tricks_won):
+                out[seat]["tricks"] += won
+        elif isinstance(e, ev.PlayerLooed):
+            out[e.seat]["loos"] += 1
+        elif isinstance(e, ev.PenaltyAssessed):
+            out[e.seat]["looed_chips"] += e.amount
     if t.opts.scoring == "points":
         for seat in range(n):
             out[seat]["points"] = t.scores[seat]
