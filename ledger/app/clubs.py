@@ -54,6 +54,19 @@ class Clubs:
     def new_token(self, label: str, key: str | None) -> str:
         return base64.urlsafe_b64encode(self._derive("token|" + label, key)[:24]).decode()
 
+    def new_salt(self, label: str, key: str | None) -> str:
+        return self._derive(label, key)[:16].hex()
+
+    # ---- webhooks (ledger/app/webhooks.py) -------------------------------------------------
+    def webhook_secret(self, club_id: str, webhook_id: str, salt: str) -> str:
+        from ledger.app.webhooks import endpoint_secret
+
+        return endpoint_secret(self.store.server_secret(), club_id, webhook_id, salt)
+
+    def webhook_deliveries(self, webhook_id: str, offset: int, limit: int,
+                           ) -> list[dict[str, Any]]:
+        return self.store.webhook_deliveries(webhook_id, offset, limit)
+
     # ---- reads -----------------------------------------------------------------------------
     def load(self, club_id: str) -> Loaded:
         stored = self.store.load(club_id) if club_id.startswith(PREFIX) else []
@@ -116,6 +129,7 @@ class Clubs:
         self.store.append(club_id, [NewEvent(type=e.type, hand=None, data=ev.to_data(e),
                                              causation=cause) for e in events],
                           version, idempotency_key=key, request_hash=request_hash)
+        self.ledger.committed(club_id)
 
     def link_table(self, club_id: str, table_id: str, season: str | None,
                    members: tuple[str | None, ...], variant: str, scoring: str) -> None:
