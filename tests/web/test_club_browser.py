@@ -68,9 +68,10 @@ def ok(base: str, method: str, path: str, token: str | None = None, body: Any = 
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     cwd = tmp_path_factory.mktemp("club-serve")
     # Keep-alives every second: a stream whose page went away is noticed (and its slot
-    # freed) within a second, as pages come and go quickly here.
+    # freed) within a second, as pages come and go quickly here. Streams end after 2 s, so
+    # every page here resumes its stream with Last-Event-ID, again and again.
     with serving(cwd=cwd, DATABASE_URL=f"sqlite:///{cwd / 'loo.db'}",
-                 LOO_SSE_KEEPALIVE="1") as url:
+                 LOO_SSE_KEEPALIVE="1", LOO_SSE_MAX_SECONDS="2") as url:
         yield {"url": url, "log": cwd / "serve.log"}
 
 
@@ -212,10 +213,12 @@ def standings_on_page(browser: Any) -> dict[str, dict[str, str]]:  # noqa: F811
     return rows
 
 
-def check_standings(club: dict[str, Any], browser: Any, season: str) -> dict[str, Any]:  # noqa: F811
-    """The page's table and chart against GET /standings for the season (pool scoring)."""
+def check_standings(club: dict[str, Any], browser: Any, season: str,  # noqa: F811
+                    scoring: str = "pool") -> dict[str, Any]:
+    """The page's table and chart against GET /standings for the season and scoring."""
     base, cid, token = club["url"], club["id"], club["token"]
-    api = ok(base, "GET", f"/v1/clubs/{cid}/standings?season={season}&scoring=pool", token)
+    api = ok(base, "GET", f"/v1/clubs/{cid}/standings?season={season}&scoring={scoring}",
+             token)
     wait_for("the standings as of now", lambda: browser.find_element(
         By.CSS_SELECTOR, "#standings tbody").get_attribute("data-as-of") == str(api["as_of"]))
     shown = standings_on_page(browser)
@@ -227,7 +230,8 @@ def check_standings(club: dict[str, Any], browser: Any, season: str) -> dict[str
     finals = wait_for("the chart", lambda: browser.find_elements(
         By.CSS_SELECTOR, "#standings-chart circle[data-final]"))
     assert {d.get_attribute("data-member"): int(d.get_attribute("data-value"))
-            for d in finals} == {r["member"]: r["chips"] for r in api["rows"]}
+            for d in finals} == {r["member"]: r["chips" if scoring == "pool" else "points"]
+                                 for r in api["rows"]}
     return api
 
 
@@ -256,6 +260,27 @@ def test_standings_table_chart_and_csv_agree_with_the_api(club, season, season_t
     assert {r["name"] for r in rows} == {"Ann", "<script>", "'=cmd()", "Dan"}
     assert path.name == "standings-Autumn_2026.csv"
     settle(browser, "club-standings-downloaded")
+
+
+def test_points_standings_chart_the_points(club, members, season, browser):  # noqa: F811
+    base, cid, token = club["url"], club["id"], club["token"]
+    made = ok(base, "POST", f"/v1/clubs/{cid}/tables", token, {
+        "season": season, "deal": "results", "first_dealer": 0, "scoring": "points",
+        "options": {"target": 50}, "seats": [{"member": m} for m in members]})
+    for result in (RESULT_B, RESULT_A, RESULT_B):
+        ok(base, "POST", f"/v1/tables/{made['id']}/hands", token, {"result": result})
+    browser.get(f"{base}/clubs/{cid}/standings#season={season}")
+    wait_for("the pool standings first", lambda: browser.find_element(
+        By.CSS_SELECTOR, "#standings tbody").get_attribute("data-loaded")
+        == f"season={season}&scoring=pool")
+    browser.find_element(By.CSS_SELECTOR, "select[name=scoring] option[value=points]").click()
+    wait_for("the points standings", lambda: browser.find_element(
+        By.CSS_SELECTOR, "#standings tbody").get_attribute("data-loaded")
+        == f"season={season}&scoring=points")
+    api = check_standings(club, browser, season, "points")
+    assert any(r["points"] for r in api["rows"])
+    assert browser.find_element(By.ID, "season-chart-title").text == "Points over the season"
+    settle(browser, "club-standings-points")
 
 
 def test_the_tables_page_filters_and_opens_the_admin_view_where_a_hand_is_voided(
@@ -403,8 +428,21 @@ def test_the_seat_page_follows_the_event_stream(club, live_table, browser):  # n
         # The page polls every 15 s while it streams: only the stream brings this in time.
         wait_for(f"version {version} on the page", lambda v=version: browser.find_element(
             By.ID, "summary").get_attribute("data-version") == str(v), deadline=5)
-    assert int(live.get_attribute("data-events")) >= 2
     assert int(live.get_attribute("data-last-id")) > version  # a position, not a version
+    # The server ends each stream after 2 s: the page resumes with Last-Event-ID and still
+    # gets every event exactly once.
+    wait_for("a resumed stream", lambda: int(live.get_attribute("data-connects") or 0) >= 2,
+             deadline=8)
+    version = move_over_the_api(base, live_table)
+    wait_for(f"version {version} after the reconnect", lambda: browser.find_element(
+        By.ID, "summary").get_attribute("data-version") == str(version), deadline=5)
+    start = int(live.get_attribute("data-start"))
+    events = ok(base, "GET", f"/v1/tables/{tid}/events?limit=500",
+                live_table["admin_token"])["events"]
+    after = [e["position"] for e in events if e["position"] > start]
+    wait_for("every event", lambda: live.get_attribute("data-last-id") == str(after[-1]))
+    assert int(live.get_attribute("data-events")) == len(after)
+    assert live.get_attribute("data-duplicates") == "0"
     settle(browser, "club-seat-live")
 
 
@@ -462,3 +500,74 @@ def test_the_page_polls_when_the_server_refuses_the_stream(tmp_path, browser):  
         wait_for("the stream after the retry", lambda: browser.find_element(
             By.ID, "live").get_attribute("data-live") == "stream", deadline=12)
         browser.get("about:blank")
+
+
+def test_a_viewer_token_reads_the_club_and_is_offered_no_writes(club, members, browser):  # noqa: F811
+    base, cid, token = club["url"], club["id"], club["token"]
+    viewer = ok(base, "POST", f"/v1/clubs/{cid}/tokens", token,
+                {"role": "viewer", "label": "club screen"})["token"]
+    browser.get(f"{base}/clubs/{cid}/members")
+    browser.find_element(By.ID, "forget-token").click()  # this tab had the owner's token
+    field = wait_for("the token form", lambda: (lambda e: e.is_displayed() and e)(
+        browser.find_element(By.ID, "club-token")))
+    field.send_keys(viewer)
+    browser.find_element(By.CSS_SELECTOR, "#club-token-form button").click()
+    wait_for("the members", lambda: len(text_of(browser, "#members td.member-name")) >= 4)
+    assert browser.find_element(By.ID, "club-role").text == "viewer"
+    assert not browser.find_element(By.ID, "add-member-card").is_displayed()
+    assert not browser.find_elements(By.CSS_SELECTOR, "#members button")
+    settle(browser, "club-viewer")
+    browser.find_element(By.ID, "forget-token").click()
+    field = wait_for("the token form", lambda: (lambda e: e.is_displayed() and e)(
+        browser.find_element(By.ID, "club-token")))
+    field.send_keys(token)
+    browser.find_element(By.CSS_SELECTOR, "#club-token-form button").click()
+    wait_for("the owner again", lambda: browser.find_element(By.ID, "club-role").text
+             == "owner")
+
+
+def test_club_pages_fit_a_phone_width_screen(club, season_table, browser):  # noqa: F811
+    base, cid = club["url"], club["id"]
+    browser.set_window_size(390, 844)
+    try:
+        for page, ready in (("", "#count-tables"), ("/members", "#members tbody tr"),
+                            ("/tables", "#tables tbody tr"),
+                            ("/standings", "#standings-chart")):
+            browser.get(f"{base}/clubs/{cid}{page}")
+            wait_for(page or "home", lambda r=ready: browser.find_elements(By.CSS_SELECTOR, r))
+            overflow = browser.execute_script(
+                "return document.documentElement.scrollWidth - window.innerWidth")
+            assert overflow <= 0, f"{page}: {overflow}px wider than the screen"
+            settle(browser, "club-phone" + page.replace("/", "-"))
+    finally:
+        browser.set_window_size(1100, 1300)
+
+
+def test_a_club_is_created_and_opened_from_the_home_page(server, browser):  # noqa: F811
+    base = server["url"]
+    browser.get(base + "/")
+    form = wait_for("the new club form", lambda: browser.find_element(By.ID, "new-club"))
+    form.find_element(By.NAME, "name").send_keys("The Crown & <Anchor>")
+    form.find_element(By.CSS_SELECTOR, "button").click()
+    wait_for("the owner token shown once", lambda: browser.find_element(
+        By.ID, "new-club-done").is_displayed())
+    cid = browser.find_element(By.ID, "new-club-id").text
+    token = browser.find_element(By.ID, "new-club-token").text
+    assert ok(base, "GET", f"/v1/clubs/{cid}", token)["role"] == "owner"
+    settle(browser, "club-created")
+    browser.find_element(By.ID, "new-club-link").click()
+    wait_for("the new club", lambda: browser.find_element(By.ID, "club-name").text
+             == "The Crown & <Anchor>")
+    assert token not in browser.current_url
+    # Another tab's way in: the club's id and token on the home page.
+    browser.find_element(By.ID, "forget-token").click()
+    wait_for("the gate", lambda: browser.find_element(By.ID, "club-gate").is_displayed())
+    browser.get(base + "/")
+    form = wait_for("the open club form", lambda: browser.find_element(By.ID, "open-club"))
+    form.find_element(By.NAME, "club").send_keys(cid)
+    form.find_element(By.NAME, "token").send_keys(token)
+    form.find_element(By.CSS_SELECTOR, "button").click()
+    wait_for("the club opened", lambda: browser.find_element(By.ID, "club-name").text
+             == "The Crown & <Anchor>")
+    assert browser.current_url == f"{base}/clubs/{cid}"
+    assert not browser.find_element(By.ID, "club-gate").is_displayed()

@@ -459,9 +459,16 @@ function setLive(mode) {
   live.title = mode === 'stream' ? 'following the table\'s event stream' : 'asking the server every second';
 }
 
+const seen = new Set();
+let duplicates = 0;
+let connects = 0;
 function frameDone(frame) {
   if (frame.id !== null) lastId = frame.id;
   if (!frame.data.length && !frame.event) return;
+  if (frame.id !== null) {  // every event once, across reconnects (the tests read these)
+    if (seen.has(frame.id)) live.dataset.duplicates = ++duplicates;
+    seen.add(frame.id);
+  }
   received += 1;
   live.dataset.events = received;
   live.dataset.lastId = lastId ?? '';
@@ -487,6 +494,7 @@ async function stream() {
   }
   if (!resp.ok || !type.startsWith('text/event-stream')) { resp.body?.cancel(); return 'refused'; }
   setLive('stream');
+  live.dataset.connects = ++connects;
   const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
   let buf = '';
   let frame = { id: null, event: null, data: [] };
@@ -520,6 +528,8 @@ async function follow() {
   // Start where the page is: the position of the table's latest event.
   const r = await api(`/v1/tables/${tableId}/events?after=${Math.max(0, table.version - 1)}&limit=1`, { token });
   if (r.ok && r.data.events.length) lastId = String(r.data.events[r.data.events.length - 1].position);
+  live.dataset.start = lastId ?? '';
+  live.dataset.duplicates = 0;
   let failures = 0;
   for (;;) {
     const how = await stream();
