@@ -316,6 +316,10 @@ def test_the_tables_page_filters_and_opens_the_admin_view_where_a_hand_is_voided
              .is_displayed())
     wait_for("hand 1 offered next", lambda: browser.find_element(By.ID, "void-button").text
              == "Void hand 1")
+    wait_for("hand 2 marked voided", lambda: "voided" in browser.find_element(
+        By.CSS_SELECTOR, "#hands li[data-hand='2']").get_attribute("class"))
+    assert "(voided" in browser.find_element(By.ID, "last-hand-title").text
+    assert browser.find_elements(By.CSS_SELECTOR, "#last-hand tr[data-reason=void]")
     after = ok(base, "GET", f"/v1/clubs/{cid}/standings?season={season}", token)
     assert [r["chips"] for r in after["rows"]] != [r["chips"] for r in before["rows"]]
     record = ok(base, "GET", f"/v1/tables/{tid}/hands/2", token)

@@ -248,29 +248,35 @@ function renderSummary(t) {
   $('summary').dataset.version = t.version;
   const hands = $('hands');
   const done = hand ? (hand.phase === 'complete' ? hand.number : hand.number - 1) : 0;
-  hands.replaceChildren(...Array.from({ length: done }, (_, i) => el('li', {},
+  hands.replaceChildren(...Array.from({ length: done }, (_, i) => el('li', { dataset: { hand: i + 1 } },
     el('a', { href: `/tables/${tableId}/hands/${i + 1}/replay${location.search}` }, `Hand ${i + 1}: replay and verify`))));
   if (!done) hands.append(el('li', {}, 'No hand is complete yet.'));
 }
 
-// The chips of the last complete hand, from the ledger endpoint, once per hand.
-let lastShown = 0;
+// The chips of the last complete hand, from the ledger endpoint: read once per hand, and
+// again on any change while that hand stands complete (a void gives everything back).
+let lastShown = null;
 async function renderLastHand(t) {
   const hand = t.hand;
   const done = hand ? (hand.phase === 'complete' ? hand.number : hand.number - 1) : 0;
-  if (!done || done === lastShown) return;
-  lastShown = done;
-  const r = await api(`/v1/tables/${tableId}/ledger`, { token });
-  if (!r.ok) return;
+  if (!done) return;
+  const book = await ledgerFor(t);
+  if (!book || lastShown === ledgerKey) return;
+  lastShown = ledgerKey;
+  const voided = voidedHands(book);
   const who = (a) => (a === 'pool' ? 'Pool' : seatName(t, Number(String(a).split(':')[1])));
-  const rows = (r.data.transfers || []).filter((x) => x.hand === done && !['ante', 'dealer_ante'].includes(x.reason))
-    .map((x) => el('tr', {}, el('td', {}, who(x.from)), el('td', {}, '→ ' + who(x.to)), el('td', {}, x.amount), el('td', {}, x.reason.replace('_', ' '))));
-  const scores = (r.data.scores || []).filter((x) => x.hand === done)
-    .map((x) => el('tr', {}, el('td', {}, seatName(t, x.seat)), el('td', {}, ''), el('td', {}, x.delta), el('td', {}, x.reason)));
-  $('last-hand-title').textContent = r.data.transfers ? `Hand ${done}: where the chips went` : `Hand ${done}: points`;
+  const rows = (book.transfers || []).filter((x) => x.hand === done && !['ante', 'dealer_ante'].includes(x.reason))
+    .map((x) => el('tr', { dataset: { reason: x.reason } }, el('td', {}, who(x.from)), el('td', {}, '→ ' + who(x.to)), el('td', {}, x.amount), el('td', {}, x.reason.replace('_', ' '))));
+  const scores = (book.scores || []).filter((x) => x.hand === done)
+    .map((x) => el('tr', { dataset: { reason: x.reason } }, el('td', {}, seatName(t, x.seat)), el('td', {}, ''), el('td', {}, x.delta), el('td', {}, x.reason)));
+  const mark = voided.has(done) ? ' (voided: every entry given back)' : '';
+  $('last-hand-title').textContent = (book.transfers ? `Hand ${done}: where the chips went` : `Hand ${done}: points`) + mark;
   $('last-hand').replaceChildren(...rows, ...scores);
   if (!rows.length && !scores.length) $('last-hand').append(el('tr', {}, el('td', {}, 'Nothing changed hands.')));
   $('last-hand-card').hidden = false;
+  for (const li of $('hands').querySelectorAll('li[data-hand]')) {
+    li.classList.toggle('voided', voided.has(Number(li.dataset.hand)));
+  }
 }
 
 function render(t) {
@@ -319,16 +325,25 @@ async function refresh() {
 
 let ledgerKey = null;
 let ledger = null;
-async function ledgerFor(t) {
+let asking = null; // [key, promise]: one read per key, however many parts of the page ask
+function ledgerFor(t) {
   // Read again when a hand completes, and on any change while the last hand stands complete
   // (a void, a close): not on every move.
   const hand = t.hand;
   const key = !hand ? 'none' : hand.phase === 'complete' ? 'c' + t.version : 'p' + hand.number;
-  if (key !== ledgerKey) {
-    const r = await api(`/v1/tables/${tableId}/ledger`, { token });
-    if (r.ok) { ledger = r.data; ledgerKey = key; }
+  if (key === ledgerKey) return Promise.resolve(ledger);
+  if (!asking || asking[0] !== key) {
+    asking = [key, api(`/v1/tables/${tableId}/ledger`, { token }).then((r) => {
+      if (r.ok) { ledger = r.data; ledgerKey = key; }
+      return ledger;
+    })];
   }
-  return ledger;
+  return asking[1];
+}
+
+function voidedHands(book) {
+  return new Set([...(book?.transfers || []), ...(book?.scores || [])]
+    .filter((x) => x.reason === 'void').map((x) => x.hand));
 }
 
 // The latest settled hand not yet voided: the one a scorer may void (API.md Corrections).
@@ -336,8 +351,7 @@ function voidable(t, book) {
   const hand = t.hand;
   if (!hand) return null;
   let n = hand.phase === 'complete' ? hand.number : hand.number - 1;
-  const voided = new Set([...(book?.transfers || []), ...(book?.scores || [])]
-    .filter((x) => x.reason === 'void').map((x) => x.hand));
+  const voided = voidedHands(book);
   if (hand.voided && hand.phase === 'complete') voided.add(hand.number);
   while (n > 0 && voided.has(n)) n -= 1;
   return n > 0 ? n : null;
@@ -384,7 +398,6 @@ async function confirmVoid(ev) {
     return;
   }
   $('void-dialog').close();
-  ledgerKey = null;
   render(r.data.table);
 }
 
