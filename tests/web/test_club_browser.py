@@ -283,6 +283,26 @@ def test_points_standings_chart_the_points(club, members, season, browser):  # n
     settle(browser, "club-standings-points")
 
 
+def test_the_standings_page_follows_the_clubs_event_stream(club, members, browser):  # noqa: F811
+    base, cid, token = club["url"], club["id"], club["token"]
+    winter = ok(base, "POST", f"/v1/clubs/{cid}/seasons", token,
+                {"name": "Winter", "starts_on": "2026-12-01"})["id"]
+    made = ok(base, "POST", f"/v1/clubs/{cid}/tables", token, {
+        "season": winter, "deal": "results", "first_dealer": 0,
+        "seats": [{"member": m} for m in members]})
+    browser.get(f"{base}/clubs/{cid}/standings#season={winter}")
+    wait_for("the club's stream", lambda: browser.find_element(By.ID, "live")
+             .get_attribute("data-live") == "stream")
+    hands = lambda: text_of(browser, "#standings td[data-field=hands]")  # noqa: E731
+    assert set(hands()) <= {"0"}  # no hand yet
+    ok(base, "POST", f"/v1/tables/{made['id']}/hands", token, {"result": RESULT_A})
+    # No reload, no poll while streaming: the club's feed brings the settled hand.
+    wait_for("the hand in the standings", lambda: hands() == ["1"] * 4, deadline=5)
+    check_standings(club, browser, winter)
+    assert browser.find_element(By.ID, "live").get_attribute("data-duplicates") == "0"
+    settle(browser, "club-standings-live")
+
+
 def test_the_tables_page_filters_and_opens_the_admin_view_where_a_hand_is_voided(
         club, season, season_table, browser):  # noqa: F811
     base, cid, token = club["url"], club["id"], club["token"]

@@ -1,4 +1,5 @@
 import { api, backEl, el, fatal, problemText, seatName, tileEl, tokenFor } from './api.js';
+import { follow } from './sse.js';
 
 const root = document.getElementById('table-app');
 const tableId = root.dataset.table;
@@ -451,120 +452,29 @@ $('copy-spectator').addEventListener('click', () => {
 });
 
 // ---- live updates ----------------------------------------------------------------------------
-// The table's SSE feed (API.md Feeds). The feed takes the token only as an Authorization
-// header, which EventSource cannot send, so the stream is read with fetch(): frames parsed
-// here, `id:` kept, reconnects resume with Last-Event-ID. Each event refreshes the table
-// view (the API redacts it for this token). Refused (503: the server's bound of streams) or
-// unavailable: short polling, and the stream is tried again later.
+// The table's SSE feed (sse.js): each event refreshes the table view (the API redacts it
+// for this token); short polling while the stream is refused or unavailable.
 
 let pending = null;
 function soon() {
   if (!pending) pending = setTimeout(() => { pending = null; refresh(); }, 100);
 }
 
-const live = $('live');
-let lastId = null;
-let received = 0;
-function setLive(mode) {
-  live.hidden = false;
-  live.dataset.live = mode;
-  live.textContent = mode === 'stream' ? 'Live' : 'Polling';
-  live.title = mode === 'stream' ? 'following the table\'s event stream' : 'asking the server every second';
-}
-
-const seen = new Set();
-let duplicates = 0;
-let connects = 0;
-function frameDone(frame) {
-  if (frame.id !== null) lastId = frame.id;
-  if (!frame.data.length && !frame.event) return;
-  if (frame.id !== null) {  // every event once, across reconnects (the tests read these)
-    if (seen.has(frame.id)) live.dataset.duplicates = ++duplicates;
-    seen.add(frame.id);
-  }
-  received += 1;
-  live.dataset.events = received;
-  live.dataset.lastId = lastId ?? '';
-  live.dataset.lastEvent = frame.event || 'message';
-  soon();
-}
-
-let retryAfter = 5;
-async function stream() {
-  const headers = { Accept: 'text/event-stream', Authorization: 'Bearer ' + token };
-  if (lastId !== null) headers['Last-Event-ID'] = String(lastId);
-  let resp;
-  try {
-    resp = await fetch(`/v1/tables/${encodeURIComponent(tableId)}/events`, { headers, cache: 'no-store' });
-  } catch (_) {
-    return 'unavailable';
-  }
-  const type = resp.headers.get('content-type') || '';
-  if (resp.status === 503) {
-    retryAfter = Number(resp.headers.get('Retry-After')) || 5;
-    resp.body?.cancel();
-    return 'busy';
-  }
-  if (!resp.ok || !type.startsWith('text/event-stream')) { resp.body?.cancel(); return 'refused'; }
-  setLive('stream');
-  live.dataset.connects = ++connects;
-  const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
-  let buf = '';
-  let frame = { id: null, event: null, data: [] };
-  try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return 'ended';
-      buf += value;
-      let nl;
-      while ((nl = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, nl).replace(/\r$/, '');
-        buf = buf.slice(nl + 1);
-        if (line === '') { frameDone(frame); frame = { id: null, event: null, data: [] }; continue; }
-        if (line.startsWith(':')) continue;  // a keep-alive comment
-        const colon = line.indexOf(':');
-        const field = colon < 0 ? line : line.slice(0, colon);
-        const val = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
-        if (field === 'id') frame.id = val;
-        else if (field === 'event') frame.event = val;
-        else if (field === 'data') frame.data.push(val);
-      }
-    }
-  } catch (_) {
-    return 'unavailable';
-  }
-}
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function follow() {
-  // Start where the page is: the position of the table's latest event.
-  const r = await api(`/v1/tables/${tableId}/events?after=${Math.max(0, table.version - 1)}&limit=1`, { token });
-  if (r.ok && r.data.events.length) lastId = String(r.data.events[r.data.events.length - 1].position);
-  live.dataset.start = lastId ?? '';
-  live.dataset.duplicates = 0;
-  let failures = 0;
-  for (;;) {
-    const how = await stream();
-    if (how === 'ended') { failures = 0; soon(); continue; }  // the server's time limit: resume
-    setLive('poll');
-    live.dataset.why = how;
-    if (how === 'refused') return;
-    failures += 1;
-    await sleep(how === 'busy' ? retryAfter * 1000 : Math.min(30000, 1000 * 2 ** failures));
-  }
-}
-
+let live = null;
 async function poll() {
   await refresh();
-  setTimeout(poll, live.dataset.live === 'stream' ? 15000 : 700);
+  setTimeout(poll, live && live.mode === 'stream' ? 15000 : 700);
 }
 
 async function start() {
   if (!token) { fatal({ status: 401 }); return; }
   if (!(await refresh())) return;
-  setLive('poll');
-  follow();
+  // Start where the page is: the position of the table's latest event.
+  const r = await api(`/v1/tables/${tableId}/events?after=${Math.max(0, table.version - 1)}&limit=1`, { token });
+  const events = r.ok ? r.data.events : [];
+  live = follow({ url: `/v1/tables/${encodeURIComponent(tableId)}/events`, token, badge: $('live'),
+    lastId: events.length ? events[events.length - 1].position : null, onEvent: soon,
+    what: 'the table\'s event stream' });
   setTimeout(poll, 700);
 }
 
