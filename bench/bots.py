@@ -12,30 +12,15 @@ confidence interval from the spread of the samples.
 from __future__ import annotations
 
 import math
-import random
-import statistics
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from ledger.core.rules import table as tb
 from ledger.core.rules.bots import POLICIES, Policy, expert
-from ledger.core.rules.legal import legal_actions
-from ledger.core.rules.options import make_options
-from ledger.core.rules.view import seat_view
+from ledger.core.rules.tournament import Timing, mean_ci, play_table
 
 PAIRS = (("expert", "heuristic"), ("expert", "random"), ("heuristic", "random"))
-
-
-@dataclass
-class Timing:
-    """Decision times (seconds) of the policies that were timed, moves with a choice only."""
-
-    times: dict[str, list[float]] = field(default_factory=dict)
-
-    def add(self, name: str, seconds: float) -> None:
-        self.times.setdefault(name, []).append(seconds)
 
 
 def policies(budget_ms: float | None, samples: int) -> dict[str, Policy]:
@@ -47,27 +32,7 @@ def policies(budget_ms: float | None, samples: int) -> dict[str, Policy]:
 def match(names: list[str], seed: int, hands: int, table: dict[str, Policy],
           timing: Timing | None = None) -> list[int]:
     """One table of `hands` hands; returns each seat's balance at the end."""
-    opts = make_options("loo", "pool", len(names), {})
-    deals = random.Random(seed)
-    t = tb.replay(tb.create(opts, [(n, n) for n in names], 0, {}, bytes(32)))
-    for number in range(hands):
-        t = tb.replay(tb.start_hand(t, seed=deals.randbytes(32)), t)
-        step = 0
-        while t.live:
-            h = t.hand
-            assert h is not None and h.turn is not None
-            seat = h.turn
-            legal = legal_actions(h, seat)
-            # The bot's own randomness: the deal, the hand and the move, never the seats.
-            rng = random.Random(f"{seed}:{number}:{step}")
-            start = time.perf_counter()
-            action = table[names[seat]](seat_view(h, seat), legal, rng)
-            if timing is not None and len(legal) > 1:
-                timing.add(names[seat], time.perf_counter() - start)
-            t = tb.replay(tb.act(t, action), t)
-            step += 1
-        t = tb.replay(tb.settle(t), t)
-    return list(t.balances)
+    return play_table(names, table, seed, hands, timing=timing)
 
 
 def duplicate(a: str, b: str, seed: int, hands: int, table: dict[str, Policy],
@@ -79,15 +44,6 @@ def duplicate(a: str, b: str, seed: int, hands: int, table: dict[str, Policy],
     chips_b = first[1] + first[3] + second[0] + second[2]
     per = 4 * hands  # two seats, two arrangements
     return chips_a / per, chips_b / per
-
-
-def mean_ci(xs: list[float]) -> tuple[float, float, float]:
-    """Mean and its 95% confidence interval (normal approximation)."""
-    m = statistics.fmean(xs)
-    if len(xs) < 2:
-        return m, float("nan"), float("nan")
-    half = 1.96 * statistics.stdev(xs) / math.sqrt(len(xs))
-    return m, m - half, m + half
 
 
 @dataclass

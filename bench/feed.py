@@ -1,5 +1,5 @@
-"""`loo bench feed`: commit-to-delivery latency of the club feed over SSE, against a client
-polling the JSON feed every 100 ms, in the same run.
+"""`loo bench feed`: commit-to-delivery latency of the club feed over SSE (and to a webhook
+receiver), against a client polling the JSON feed every 100 ms, in the same run.
 
 A real `loo serve` (gunicorn gthread, 2 workers, `--streams` sized for the subscribers) on a
 fresh SQLite file (or a fresh PostgreSQL schema with --database-url). `tables` club tables
@@ -83,7 +83,9 @@ def run(database_url: str = "", seconds: float = 10.0, clients: int = 100, table
     loo = str(Path(sys.executable).with_name("loo"))
     env = {**{k: v for k, v in os.environ.items() if k not in ("REDIS_URL",)},
            "DATABASE_URL": url, "LOO_CHECKPOINT_KEY_FILE": os.path.join(tmp, "key"),
-           "LOO_LOG_LEVEL": "WARNING", "LOO_SSE_KEEPALIVE": "1"}
+           "LOO_LOG_LEVEL": "WARNING", "LOO_SSE_KEEPALIVE": "1",
+           "LOO_WEBHOOK_ALLOW_PRIVATE": "1",  # the receiver is on this machine
+           "LOO_RATE_LIMITS": "off"}  # 100 listeners and 8 writers share one token
     log = open(os.path.join(tmp, "serve.log"), "w")  # noqa: SIM115 - closed below
     streams = clients // 2 + 4  # per worker: the subscribers split over 2 workers
     proc = subprocess.Popen([loo, "serve", "--port", str(port), "--workers", "2",
@@ -117,6 +119,25 @@ def run(database_url: str = "", seconds: float = 10.0, clients: int = 100, table
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _receiver(latencies: list[float]) -> Any:
+    """A webhook endpoint in this process: records each event's commit-to-arrival time."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            latencies.append(time.time() - _ts(json.loads(body)["recorded_at"]))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
 def _measure(base: str, seconds: float, clients: int, tables: int, out: Out) -> None:
     club = _call(base, "POST", "/v1/clubs", body={"name": "Bench"})
     cid, token = club["id"], club["token"]
@@ -130,6 +151,10 @@ def _measure(base: str, seconds: float, clients: int, tables: int, out: Out) -> 
         if not page["events"]:
             break
         start_after = page["next"]
+    hook_lat: list[float] = []
+    receiver = _receiver(hook_lat)
+    _call(base, "POST", f"/v1/clubs/{cid}/webhooks", token,
+          {"url": f"http://127.0.0.1:{receiver.server_address[1]}/hook", "events": ["*"]})
     stop = threading.Event()
     sse_lat: list[list[float]] = [[] for _ in range(clients)]
     ready = threading.Barrier(clients + 1)
@@ -201,6 +226,11 @@ def _measure(base: str, seconds: float, clients: int, tables: int, out: Out) -> 
         f"p99 {1000 * _pct(every, 0.99):.0f} ms")
     out(f"poll 100 ms: p50 {1000 * statistics.median(poll_lat or [0]):.0f} ms "
         f"p99 {1000 * _pct(poll_lat, 0.99):.0f} ms")
+    out(f"webhook: {len(hook_lat)} deliveries; p50 "
+        f"{1000 * statistics.median(hook_lat or [0]):.0f} ms "
+        f"p99 {1000 * _pct(hook_lat, 0.99):.0f} ms")
+    receiver.shutdown()
+    receiver.server_close()
     ratio = _pct(poll_lat, 0.99) / _pct(every, 0.99) if every and poll_lat else 0.0
     out(f"ratio feed_vs_poll {ratio:.2f} target 1.0")
 

@@ -131,6 +131,9 @@ class Container:
         stop = getattr(self.dispatcher, "close", None)
         if stop is not None:
             stop()  # the in-process timers: none fires on a closed store
+        runner = getattr(self.ledger, "webhooks", None)
+        if runner is not None:
+            runner.stop()  # in-process webhook delivery: nor does it
         self.store.close()
         if self.queue is not None:
             self.queue.connection.close()
@@ -230,6 +233,14 @@ def bootstrap(settings: Settings, *, upgrade: bool = True) -> Container:
     ledger = Ledger(store, dispatcher, signer=signer)
     if queue is None:
         dispatcher.bind(ledger=ledger)  # in-process jobs use this ledger, not a new one
+        from workers.webhooks import InlineWebhooks
+
+        ledger.webhooks = InlineWebhooks(ledger)  # type: ignore[attr-defined]
+        ledger.on_club_commit = ledger.webhooks.kick  # type: ignore[attr-defined]
+    else:
+        from workers.webhooks import rq_trigger
+
+        ledger.on_club_commit = rq_trigger(dispatcher)
     return Container(settings, store, queue, dispatcher, ledger)
 
 

@@ -197,6 +197,15 @@ class ClubTokenIn(Strict):
     label = fields.String(load_default=None, allow_none=True, validate=validate.Length(max=100))
 
 
+class WebhookIn(WriteIn):
+    url = fields.String(required=True, validate=validate.Length(min=1, max=2000), metadata={
+        "description": "http(s) URL the events are POSTed to; one that resolves to a "
+                       "loopback, private or link-local address is refused (422)"})
+    events = fields.List(fields.String(validate=validate.Length(min=1, max=60)),
+                         required=True, validate=validate.Length(min=1, max=100), metadata={
+                             "description": 'event types to deliver, or ["*"] for all'})
+
+
 class MemberIn(WriteIn):
     name = fields.String(required=True, **_NAME)
     external_id = fields.String(load_default=None, allow_none=True,

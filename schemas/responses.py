@@ -267,6 +267,18 @@ class ClubTokenOut(Open):
     token = fields.String(metadata={"description": "shown once (only here)"})
 
 
+class WebhookOut(Open):
+    id = fields.String()
+    url = fields.String()
+    events = fields.List(fields.String())
+    created_at = fields.String()
+
+
+class WebhookCreatedOut(WebhookOut):
+    secret = fields.String(metadata={"description": "whsec_ + base64: the Standard Webhooks "
+                                                    "signing secret, shown once (only here)"})
+
+
 class MemberOut(Open):
     id = fields.String()
     name = fields.String()

@@ -30,6 +30,7 @@ from schemas.requests import (
     MemberIn,
     MemberPatchIn,
     SeasonIn,
+    WebhookIn,
     WriteIn,
 )
 from schemas.responses import (
@@ -43,6 +44,8 @@ from schemas.responses import (
     MemberOut,
     SeasonOut,
     StandingsOut,
+    WebhookCreatedOut,
+    WebhookOut,
 )
 
 blp = Blueprint("clubs", __name__, url_prefix="/v1/clubs",
@@ -86,7 +89,7 @@ def who_calls() -> None:
     club_id = (request.view_args or {}).get("club_id")
     if club_id is None:
         return
-    owner_only = request.path.rstrip("/").split("/")[4:5] == ["tokens"]
+    owner_only = request.path.rstrip("/").split("/")[4:5] in (["tokens"], ["webhooks"])
     writes = request.method in ("POST", "PATCH", "DELETE", "PUT")
     caller(club_id, ("owner",) if owner_only else WRITERS if writes else READERS)
 
@@ -173,6 +176,72 @@ class TokenResource(MethodView):
         """Revoke a token at once (owner)."""
         clubs().execute(club_id, lambda club: cl.revoke_token(club, token_id))
         return ""
+
+
+def webhook_out(w: cl.Webhook) -> dict[str, Any]:
+    return {"id": w.id, "url": w.url, "events": list(w.events), "created_at": w.created_at}
+
+
+@blp.route("/<club_id>/webhooks")
+class WebhooksResource(MethodView):
+    @blp.arguments(WebhookIn)
+    @blp.response(201, WebhookCreatedOut)
+    def post(self, body: dict[str, Any], club_id: str) -> Any:
+        """Add a webhook endpoint (owner): the club's matching events are POSTed to it,
+        signed (Standard Webhooks), in position order, at least once. The answer holds its
+        signing secret, shown once."""
+        from datetime import UTC, datetime
+
+        from ledger.app.webhooks import WebhookConfig, check_url
+        from ledger.core import events as ev
+
+        check_url(body["url"], WebhookConfig.from_env().allow_private)
+        key = idem.key()
+        wid = clubs().new_id("wh_", f"webhook|{club_id}", key)
+        salt = clubs().new_salt(f"webhook-salt|{club_id}", key)
+        hook = ev.WebhookAdded(id=wid, url=body["url"], events=tuple(body["events"]),
+                               salt=salt, created_at=datetime.now(UTC).isoformat())
+        loaded = _write(club_id, body, lambda club: cl.add_webhook(club, hook))
+        secret = clubs().webhook_secret(club_id, wid, loaded.club.webhook(wid).salt)
+        return webhook_out(loaded.club.webhook(wid)) | {"secret": secret}
+
+    @blp.response(200, ListOut)
+    def get(self, club_id: str) -> Any:
+        """The club's live webhook endpoints, without their secrets (owner)."""
+        _, limit, offset = lists.query({})
+        items = [webhook_out(w) for w in clubs().load(club_id).club.webhooks if not w.removed]
+        return lists.page(items, limit, offset)
+
+
+@blp.route("/<club_id>/webhooks/<webhook_id>")
+class WebhookResource(MethodView):
+    @blp.response(200, WebhookOut)
+    def get(self, club_id: str, webhook_id: str) -> Any:
+        return webhook_out(clubs().load(club_id).club.webhook(webhook_id))
+
+    @blp.response(204)
+    def delete(self, club_id: str, webhook_id: str) -> Any:
+        """Remove an endpoint (owner): nothing more is delivered to it."""
+        clubs().execute(club_id, lambda club: cl.remove_webhook(club, webhook_id))
+        return ""
+
+
+@blp.route("/<club_id>/webhooks/<webhook_id>/deliveries")
+class DeliveriesResource(MethodView):
+    @blp.response(200, ListOut)
+    def get(self, club_id: str, webhook_id: str) -> Any:
+        """The endpoint's delivery attempts, oldest first: `event`, `position`,
+        `message_id` (the webhook-id header), `status` (the HTTP status, or timeout /
+        refused / blocked / error), `attempt` (of that message), `duration_ms`, `at`."""
+        _, limit, offset = lists.query({})
+        found = [w for w in clubs().load(club_id).club.webhooks if w.id == webhook_id]
+        if not found:
+            from ledger.core.errors import NotFound
+
+            raise NotFound("webhook_not_found", f"this club has no webhook {webhook_id}")
+        rows = clubs().webhook_deliveries(webhook_id, offset, limit + 1)
+        return {"items": rows[:limit],
+                "next": lists.cursor(offset + limit) if len(rows) > limit else None}
 
 
 @blp.route("/<club_id>/members")

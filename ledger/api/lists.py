@@ -72,10 +72,14 @@ def query(filters: dict[str, Filter]) -> tuple[dict[str, Any], int, int]:
     return parsed, int(raw_limit), offset
 
 
+def cursor(offset: int) -> str:
+    """The opaque cursor of the page starting at `offset`."""
+    return base64.urlsafe_b64encode(f"o:{offset}".encode()).decode().rstrip("=")
+
+
 def page(items: Sequence[Any], limit: int, offset: int) -> dict[str, Any]:
     """One page of a list in its stable order (oldest first: new items only append)."""
     chunk = list(items[offset:offset + limit])
     end = offset + len(chunk)
-    nxt = base64.urlsafe_b64encode(f"o:{end}".encode()).decode().rstrip("=") \
-        if end < len(items) else None
+    nxt = cursor(end) if end < len(items) else None
     return {"items": chunk, "next": nxt}

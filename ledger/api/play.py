@@ -127,7 +127,7 @@ class Hint(MethodView):
         if viewer.admin or viewer.seat is None:
             raise Invalid("seat_token_required", "hints are for a seat: ask with that seat's "
                           "token (the admin token sees every hand)")
-        return hint(p, viewer.seat)
+        return hint(p, viewer.seat, table_id)
 
 
 @blp.route("/<table_id>/hands/<int:number>/void")

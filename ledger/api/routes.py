@@ -85,7 +85,7 @@ def security_for(method: str, path: str) -> list[dict[str, list[str]]]:
             return [{"tableAdmin": []}, {"tableSeat": []}]
         return [{"tableAdmin": []}, {"tableSeat": []}, {"tableSpectator": []}]
     if path == CLUB or path.startswith(CLUB + "/"):
-        if path.startswith(CLUB + "/tokens"):
+        if path.startswith((CLUB + "/tokens", CLUB + "/webhooks")):
             return [{"clubOwner": []}]
         if method != "get":
             return [{"clubOwner": []}, {"clubScorer": []}]

@@ -90,9 +90,12 @@ def _chips(stored: Sequence[StoredEvent]) -> Any:
         return "the transfers do not add up to the table's balances and pool"
     pool = 0  # one pass: the pool each hand_settled records must match the transfers so far
     for s in stored:
-        pool += _pool_delta(s)
-        if s.type == "hand_settled" and pool != s.data["pool"]:
-            return f"version {s.version}: pool {s.data['pool']} but transfers give {pool}"
+        if s.type not in _POOL_EVENTS:
+            continue
+        e = decode(s)
+        pool += _pool_delta(e)
+        if isinstance(e, ev.HandSettled) and pool != e.pool:
+            return f"version {s.version}: pool {e.pool} but transfers give {pool}"
     try:
         return _settlements(stored)
     except Exception as err:  # noqa: BLE001 - a corrupt record must be reported, not raised
@@ -144,15 +147,18 @@ def _settlements(stored: Sequence[StoredEvent]) -> Any:
     return True
 
 
-def _pool_delta(s: StoredEvent) -> int:
-    d = s.data
-    if s.type in ("stake_posted", "penalty_assessed"):
-        return int(d["amount"])
-    if s.type == "tricks_paid":
-        return -sum(d["payments"].values())
-    if s.type == "hand_voided":
-        return sum(x["amount"] if x["to"] == "pool" else -x["amount"] if x["from"] == "pool"
-                   else 0 for x in d["transfers"])
+_POOL_EVENTS = frozenset({"stake_posted", "penalty_assessed", "tricks_paid", "hand_voided",
+                          "hand_settled"})
+
+
+def _pool_delta(e: ev.Event) -> int:
+    if isinstance(e, (ev.StakePosted, ev.PenaltyAssessed)):
+        return e.amount
+    if isinstance(e, ev.TricksPaid):
+        return -sum(e.payments)
+    if isinstance(e, ev.HandVoided):
+        return sum(amount if dst == "pool" else -amount if src == "pool" else 0
+                   for src, dst, amount in e.transfers)
     return 0
 
 
@@ -240,39 +246,45 @@ def _check_result(t: tb.Table, start: Sequence[ev.Event], rest: Sequence[ev.Even
     return None
 
 
+_DEAL_EVENTS = frozenset({"table_created", "dealer_chosen", "hand_started", "tiles_dealt",
+                          "trump_turned", "seed_revealed"})
+
+
 def _deals(stored: Sequence[StoredEvent]) -> Any:
     """Each revealed seed must hash to its commitment and re-deal exactly what was dealt."""
     players = 0
     started: dict[int, tuple[str | None, int]] = {}
-    dealt: dict[int, dict[str, Any]] = {}
+    dealt: dict[int, ev.TilesDealt] = {}
+    turned: dict[int, int] = {}
     for s in stored:
         d = s.data
-        if s.type == "table_created":
-            players = d["players"]
-        elif s.type == "dealer_chosen" and d.get("method") == "lots":
+        if s.type not in _DEAL_EVENTS:
+            continue
+        e = decode(s)
+        if isinstance(e, ev.TableCreated):
+            players = e.players
+        elif isinstance(e, ev.DealerChosen) and e.method == "lots":
+            # The stored draw must be exactly the one its seed gives (compared as stored).
             # §2: seat i draws item i of the lots seed's shuffle; the highest tile deals.
-            draws, winner = lots(bytes.fromhex(d["seed"]), players)
+            draws, winner = lots(bytes.fromhex(e.seed or ""), players)
             if ev.to_data(ev.DealerChosen(seat=winner, method="lots", draws=tuple(draws),
-                                          seed=d["seed"])) != d:
+                                          seed=e.seed)) != d:
                 return "the first dealer's draw by lots does not follow from its seed"
-        elif s.type == "hand_started":
-            started[d["number"]] = (d.get("commitment"), d["dealer"])
-        elif s.type == "tiles_dealt" and s.hand is not None:
-            dealt[s.hand] = d
-        elif s.type == "trump_turned" and s.hand in dealt:
-            dealt[s.hand] = dealt[s.hand] | {"turn_up": d["tile"]}
-        elif s.type == "seed_revealed" and s.hand is not None:
+        elif isinstance(e, ev.HandStarted):
+            started[e.number] = (e.commitment, e.dealer)
+        elif isinstance(e, ev.TilesDealt) and s.hand is not None:
+            dealt[s.hand] = e
+        elif isinstance(e, ev.TrumpTurned) and s.hand in dealt:
+            turned[s.hand] = e.tile
+        elif isinstance(e, ev.SeedRevealed) and s.hand is not None:
             commitment, dealer = started.get(s.hand, (None, 0))
-            seed = bytes.fromhex(d["seed"])
+            seed = bytes.fromhex(e.seed)
             if hashlib.sha256(seed).hexdigest() != commitment:
                 return f"hand {s.hand}: the revealed seed does not match its commitment"
             order = shuffle(seed)
             again = deal(order, players, dealer)
-            rec = ev.from_data("tiles_dealt", dealt.get(s.hand, {"hands": {}, "boneyard": []}))
-            turn_up = dealt.get(s.hand, {}).get("turn_up")
-            if (ev.to_data(ev.SeedRevealed(seed=d["seed"], order=tuple(order)))["order"]
-                    != d["order"]
-                    or rec.hands != again.hands or rec.boneyard != again.boneyard  # type: ignore[attr-defined]
-                    or turn_up != ev.to_data(ev.TurnUpTaken(seat=0, tile=again.turn_up))["tile"]):
+            rec = dealt.get(s.hand)
+            if (tuple(order) != e.order or rec is None or rec.hands != again.hands
+                    or rec.boneyard != again.boneyard or turned.get(s.hand) != again.turn_up):
                 return f"hand {s.hand}: the seed does not re-deal the recorded deal"
     return True

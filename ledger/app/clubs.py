@@ -54,6 +54,19 @@ class Clubs:
     def new_token(self, label: str, key: str | None) -> str:
         return base64.urlsafe_b64encode(self._derive("token|" + label, key)[:24]).decode()
 
+    def new_salt(self, label: str, key: str | None) -> str:
+        return self._derive(label, key)[:16].hex()
+
+    # ---- webhooks (ledger/app/webhooks.py) -------------------------------------------------
+    def webhook_secret(self, club_id: str, webhook_id: str, salt: str) -> str:
+        from ledger.app.webhooks import endpoint_secret
+
+        return endpoint_secret(self.store.server_secret(), club_id, webhook_id, salt)
+
+    def webhook_deliveries(self, webhook_id: str, offset: int, limit: int,
+                           ) -> list[dict[str, Any]]:
+        return self.store.webhook_deliveries(webhook_id, offset, limit)
+
     # ---- reads -----------------------------------------------------------------------------
     def load(self, club_id: str) -> Loaded:
         stored = self.store.load(club_id) if club_id.startswith(PREFIX) else []
@@ -116,6 +129,7 @@ class Clubs:
         self.store.append(club_id, [NewEvent(type=e.type, hand=None, data=ev.to_data(e),
                                              causation=cause) for e in events],
                           version, idempotency_key=key, request_hash=request_hash)
+        self.ledger.committed(club_id)
 
     def link_table(self, club_id: str, table_id: str, season: str | None,
                    members: tuple[str | None, ...], variant: str, scoring: str) -> None:
@@ -192,6 +206,10 @@ class Clubs:
         return {"member": mid, "transfers": transfers, "scores": scores}
 
 
+_FIGURE_EVENTS = frozenset({"hand_settled", "hand_completed", "player_looed",
+                            "penalty_assessed"})
+
+
 def table_figures(stored: list[Any]) -> list[dict[str, int]]:
     """Per seat: hands, chips, points, games_won, tricks, loos, looed_chips (voided hands
     count for nothing: their chips and points were given back)."""
@@ -202,19 +220,19 @@ def table_figures(stored: list[Any]) -> list[dict[str, int]]:
     out = [{"hands": 0, "chips": t.balances[s], "points": 0, "games_won": 0, "tricks": 0,
             "loos": 0, "looed_chips": 0} for s in range(n)]
     for s in stored:
-        if s.hand in voided:
+        if s.hand in voided or s.type not in _FIGURE_EVENTS:
             continue
-        d = s.data
-        if s.type == "hand_settled":
+        e = decode(s)
+        if isinstance(e, ev.HandSettled):
             for seat in range(n):
                 out[seat]["hands"] += 1
-        elif s.type == "hand_completed":
-            for seat, won in enumerate((d.get("tricks_won") or {}).values()):
-                out[seat]["tricks"] += int(won)
-        elif s.type == "player_looed":
-            out[d["seat"]]["loos"] += 1
-        elif s.type == "penalty_assessed":
-            out[d["seat"]]["looed_chips"] += int(d["amount"])
+        elif isinstance(e, ev.HandCompleted):
+            for seat, won in enumerate(e.tricks_won):
+                out[seat]["tricks"] += won
+        elif isinstance(e, ev.PlayerLooed):
+            out[e.seat]["loos"] += 1
+        elif isinstance(e, ev.PenaltyAssessed):
+            out[e.seat]["looed_chips"] += e.amount
     if t.opts.scoring == "points":
         for seat in range(n):
             out[seat]["points"] = t.scores[seat]

@@ -26,8 +26,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ledger.app.checkpoints import SETTLEMENT_ENDS
+from ledger.app.projector import decode
 from ledger.app.service import Ledger
 from ledger.app.views import Viewer, live_hand, redact
+from ledger.core import events as ev
 from ledger.store.base import EventStore, StoredEvent
 
 log = logging.getLogger(__name__)
@@ -222,7 +224,7 @@ class ClubSource:
     def selects(self, s: StoredEvent) -> bool:
         if s.table_id in self.streams:
             return True
-        if s.type == "table_created" and s.data.get("club") == self.club_id:
+        if s.type == "table_created" and _club_of(s) == self.club_id:
             self.streams.add(s.table_id)
             return True
         return False
@@ -345,3 +347,8 @@ def follow(source: Source, hub: Hub, after: int, config: FeedConfig,
         if clock() >= quiet_until:
             yield b": keepalive\n\n"
             quiet_until = clock() + config.keepalive
+
+
+def _club_of(s: StoredEvent) -> str | None:
+    created = decode(s)
+    return created.club if isinstance(created, ev.TableCreated) else None

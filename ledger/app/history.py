@@ -133,10 +133,13 @@ def _document(table_id: str, before: tb.Table, stored: Sequence[Any],
         hand["transfers"] = [{k: x[k] for k in ("hand", "version", "from", "to", "amount",
                                                 "reason")} for x in book["transfers"]]
     else:
-        hand["scores"] = [{"hand": s.hand, "version": s.version, "seat": d["seat"],
-                           "delta": d["delta"], "reason": d["reason"]}
-                          for s in stored if s.type == "points_scored"
-                          for d in s.data["deltas"]]
+        hand["scores"] = []
+        for s in stored:
+            e = decode(s) if s.type == "points_scored" else None
+            if isinstance(e, ev.PointsScored):
+                hand["scores"] += [{"hand": s.hand, "version": s.version, "seat": seat,
+                                    "delta": delta, "reason": reason}
+                                   for seat, delta, reason in e.deltas]
     seats = []
     for s in range(n):
         seat: dict[str, Any] = {"seat": s, "name": before.names[s]}
@@ -191,10 +194,11 @@ def table_history(table_id: str, load: Callable[[int, int], Sequence[Any]], up_t
                 if doc is not None:
                     yield doc
                 current = []
-            if s.type == "hand_started":
-                current, number = [s], s.data["number"]
+            e = decode(s)
+            if isinstance(e, ev.HandStarted):
+                current, number = [s], e.number
             else:
-                t = tb.evolve(t, decode(s))
+                t = tb.evolve(t, e)
         after = page[-1].version
     if current:
         doc, t = _finish(table_id, t, current, by_version, numbers(number))

@@ -91,6 +91,6 @@ def _commands(doc: dict[str, Any]) -> list[tuple[str, c.Command]]:
 
 
 def refuse(number: int, what: str, err: LedgerError) -> ImportRefused:
-    rule = f" (RULES §{err.rule})" if err.rule else ""
+    rule = f" (rule {err.rule})" if err.rule else ""
     return ImportRefused("import_refused", f"hand {number}, {what}: {err.detail}{rule}",
                          hand=number)

@@ -50,6 +50,8 @@ def hand_events(stored: Sequence[StoredEvent], number: int) -> list[StoredEvent]
 
 
 SEAT = "seat:{}".format
+_CHIP_EVENTS = frozenset({"stake_posted", "tricks_paid", "penalty_assessed", "hand_voided"})
+_SCORE_EVENTS = frozenset({"points_scored", "hand_voided"})
 
 
 def chip_ledger(stored: Iterable[StoredEvent], players: int) -> dict[str, Any]:
@@ -68,18 +70,20 @@ def chip_ledger(stored: Iterable[StoredEvent], players: int) -> dict[str, Any]:
         balances[dst] += amount
 
     for s in stored:
-        d = s.data
-        if s.type == "stake_posted":
-            move(s, SEAT(d["seat"]), "pool", d["amount"], d["reason"])
-        elif s.type == "tricks_paid":
-            for seat, amount in sorted(d["payments"].items(), key=lambda kv: int(kv[0])):
-                move(s, "pool", SEAT(seat), amount, d["reason"])
-        elif s.type == "penalty_assessed":  # §8.5: the uncapped amount and the cap applied
-            move(s, SEAT(d["seat"]), "pool", d["amount"], "loo", uncapped=d["uncapped"],
-                 cap=d["cap"], mode=d["mode"])
-        elif s.type == "hand_voided":  # a correction: each transfer of the hand reversed
-            for x in d["transfers"]:
-                move(s, x["from"], x["to"], x["amount"], "void")
+        if s.type not in _CHIP_EVENTS:
+            continue
+        e = decode(s)
+        if isinstance(e, ev.StakePosted):
+            move(s, SEAT(e.seat), "pool", e.amount, e.reason)
+        elif isinstance(e, ev.TricksPaid):
+            for seat, amount in enumerate(e.payments):
+                move(s, "pool", SEAT(seat), amount, e.reason)
+        elif isinstance(e, ev.PenaltyAssessed):  # §8.5: the uncapped amount and the cap
+            move(s, SEAT(e.seat), "pool", e.amount, "loo", uncapped=e.uncapped, cap=e.cap,
+                 mode=e.mode)
+        elif isinstance(e, ev.HandVoided):  # a correction: each transfer of the hand reversed
+            for src, dst, amount in e.transfers:
+                move(s, src, dst, amount, "void")
     return {"transfers": transfers, "balances": balances}
 
 
@@ -89,14 +93,17 @@ def score_sheet(stored: Iterable[StoredEvent], table: tb.Table) -> dict[str, Any
 
     scores: list[dict[str, Any]] = []
     for s in stored:
-        if s.type == "points_scored":
-            for d in s.data["deltas"]:
-                scores.append({"hand": s.hand, "version": s.version, "seat": d["seat"],
-                               "delta": d["delta"], "reason": d["reason"]})
-        elif s.type == "hand_voided":
-            for x in s.data["score_changes"]:
-                scores.append({"hand": s.hand, "version": s.version, "seat": x["seat"],
-                               "delta": x["delta"], "reason": "void"})
+        if s.type not in _SCORE_EVENTS:
+            continue
+        e = decode(s)
+        if isinstance(e, ev.PointsScored):
+            for seat, delta, reason in e.deltas:
+                scores.append({"hand": s.hand, "version": s.version, "seat": seat,
+                               "delta": delta, "reason": reason})
+        elif isinstance(e, ev.HandVoided):
+            for seat, delta in e.score_changes:
+                scores.append({"hand": s.hand, "version": s.version, "seat": seat,
+                               "delta": delta, "reason": "void"})
     start = initial_scores(table.opts)
     totals = {SEAT(i): v for i, v in enumerate(table.scores)}
     return {"scores": scores, "start": {SEAT(i): v for i, v in enumerate(start)},

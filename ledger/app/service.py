@@ -112,6 +112,16 @@ class Ledger:
         self.seeds = seeds
         self._cache: dict[str, Projection] = {}
         self._lock = threading.Lock()
+        # Called with a club's id after anything of that club commits (its webhooks).
+        self.on_club_commit: Callable[[str], None] | None = None
+
+    def committed(self, club_id: str | None) -> None:
+        """Tell whoever follows the club (webhook delivery) that it has new events."""
+        if club_id is not None and self.on_club_commit is not None:
+            try:
+                self.on_club_commit(club_id)
+            except Exception:  # the write has committed; the sweep delivers later
+                log.exception("webhook trigger for %s failed", club_id)
 
     @property
     def queued(self) -> bool:
@@ -295,6 +305,7 @@ class Ledger:
                                    request_hash=request_hash)
         self._remember(table_id, proj)
         self.publish_checkpoints(table_id, stored)
+        self.committed(proj.table.club)
         return Outcome(version + 1, stored, proj)
 
     def _follow_ups(self, p: Projection, max_steps: int = MAX_STEPS,
@@ -401,6 +412,7 @@ class Ledger:
         stored = self.store.append(table_id, new, 0)
         self._remember(table_id, p)
         self.publish_checkpoints(table_id, stored)
+        self.committed(p.table.club)
         return table_id, tokens, p
 
     # ---- checkpoints ----------------------------------------------------------------------
@@ -517,6 +529,7 @@ class Ledger:
                 return "stale"
             self._remember(table_id, after)
             self.publish_checkpoints(table_id, stored)
+            self.committed(after.table.club)
         if failure is not None:
             raise failure  # the steps before it stand; the job fails and is retried
         if handlers.next_command(after) is None:

@@ -22,6 +22,8 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+from ledger.app.projector import decode
+from ledger.core import events as ev
 from ledger.core.rules.options import make_options
 from ledger.core.rules.scoring import initial_scores
 from ledger.core.rules.table import VOIDABLE
@@ -33,6 +35,9 @@ BATCH = 2000
 WAIT = 2.0  # seconds a read waits for events committed before it to become readable
 FIGURES = ("hands", "chips", "points", "games_won", "tricks", "loos", "looed_chips")
 _PER_HAND = ("tricks", "loos", "looed_chips")
+_EVENTS = frozenset({"seat_filled", "stake_posted", "tricks_paid", "penalty_assessed",
+                     "player_looed", "hand_completed", "points_scored", "hand_settled",
+                     "game_won", "hand_voided"})
 
 
 def _seat(account: str) -> int | None:
@@ -84,14 +89,17 @@ class StandingsProjector:
         ids = sorted({s.table_id for s in stored})
         metas = self.store.read_model_rows(self.name, TABLES, ids) if ids else {}
         for s in stored:  # new club tables in this batch
-            if s.type == "table_created" and s.data.get("club"):
-                d = s.data
-                opts = make_options(d["variant"], d["scoring"], d["players"], d["options"],
-                                    d["deal"])
-                metas[s.table_id] = {"club": d["club"], "season": d.get("season"),
-                                     "variant": d["variant"], "scoring": d["scoring"],
-                                     "players": d["players"], "winner": None, "recent": {},
-                                     "start": list(initial_scores(opts))}
+            if s.type != "table_created":
+                continue
+            created = decode(s)
+            assert isinstance(created, ev.TableCreated)
+            if created.club:
+                opts = make_options(created.variant, created.scoring, created.players,
+                                    created.options, created.deal)
+                metas[s.table_id] = {"club": created.club, "season": created.season,
+                                     "variant": created.variant, "scoring": created.scoring,
+                                     "players": created.players, "winner": None,
+                                     "recent": {}, "start": list(initial_scores(opts))}
         by_club: dict[str, set[str]] = {}
         for tid, meta in metas.items():
             by_club.setdefault(meta["club"], set()).update(
@@ -114,7 +122,7 @@ class StandingsProjector:
 
     def _apply(self, s: StoredEvent, meta: dict[str, Any],
                seats: dict[tuple[str, str], dict[str, Any]]) -> None:
-        club, tid, d, n = meta["club"], s.table_id, s.data, meta["players"]
+        club, tid, n = meta["club"], s.table_id, meta["players"]
 
         def row(seat: int) -> dict[str, Any] | None:
             return seats.get((club, f"{tid}:{seat}"))
@@ -124,64 +132,66 @@ class StandingsProjector:
             if r is not None:
                 r[figure] += amount
 
-        def recent() -> dict[str, Any]:
-            return meta["recent"].setdefault(str(s.hand), {f: [0] * n for f in _PER_HAND})
-
-        t = s.type
-        if t == "seat_filled":
-            if d.get("member"):
-                seats[(club, f"{tid}:{d['seat']}")] = {
-                    "table": tid, "seat": d["seat"], "member": d["member"],
-                    "season": meta["season"], "variant": meta["variant"],
-                    "scoring": meta["scoring"]} | dict.fromkeys(FIGURES, 0)
-                if meta["scoring"] == "points":
-                    seats[(club, f"{tid}:{d['seat']}")]["points"] = meta["start"][d["seat"]]
-        elif t == "stake_posted":
-            add(d["seat"], "chips", -d["amount"])
-        elif t == "tricks_paid":
-            for seat, amount in d["payments"].items():
-                add(int(seat), "chips", amount)
-        elif t == "penalty_assessed":
-            add(d["seat"], "chips", -d["amount"])
-            add(d["seat"], "looed_chips", d["amount"])
-            recent()["looed_chips"][d["seat"]] += d["amount"]
-        elif t == "player_looed":
-            add(d["seat"], "loos", 1)
-            recent()["loos"][d["seat"]] += 1
-        elif t == "hand_completed":
-            for seat, won in enumerate((d.get("tricks_won") or {}).values()):
-                add(seat, "tricks", int(won))
-                recent()["tricks"][seat] += int(won)
-        elif t == "points_scored" and meta["scoring"] == "points":
-            for seat, total in enumerate(d["totals"].values()):
+        def totals(scores: tuple[int, ...]) -> None:
+            for seat, total in enumerate(scores):
                 r = row(seat)
                 if r is not None:
                     r["points"] = total
-        elif t == "hand_settled":
+
+        def recent() -> dict[str, Any]:
+            return meta["recent"].setdefault(str(s.hand), {f: [0] * n for f in _PER_HAND})
+
+        if s.type not in _EVENTS:
+            return
+        e = decode(s)
+        if isinstance(e, ev.SeatFilled):
+            if e.member:
+                seats[(club, f"{tid}:{e.seat}")] = {
+                    "table": tid, "seat": e.seat, "member": e.member,
+                    "season": meta["season"], "variant": meta["variant"],
+                    "scoring": meta["scoring"]} | dict.fromkeys(FIGURES, 0)
+                if meta["scoring"] == "points":
+                    seats[(club, f"{tid}:{e.seat}")]["points"] = meta["start"][e.seat]
+        elif isinstance(e, ev.StakePosted):
+            add(e.seat, "chips", -e.amount)
+        elif isinstance(e, ev.TricksPaid):
+            for seat, amount in enumerate(e.payments):
+                add(seat, "chips", amount)
+        elif isinstance(e, ev.PenaltyAssessed):
+            add(e.seat, "chips", -e.amount)
+            add(e.seat, "looed_chips", e.amount)
+            recent()["looed_chips"][e.seat] += e.amount
+        elif isinstance(e, ev.PlayerLooed):
+            add(e.seat, "loos", 1)
+            recent()["loos"][e.seat] += 1
+        elif isinstance(e, ev.HandCompleted):
+            for seat, won in enumerate(e.tricks_won):
+                add(seat, "tricks", won)
+                recent()["tricks"][seat] += won
+        elif isinstance(e, ev.PointsScored) and meta["scoring"] == "points":
+            totals(e.totals)
+        elif isinstance(e, ev.HandSettled):
             for seat in range(n):
                 add(seat, "hands", 1)
             hands = meta["recent"]
             hands.setdefault(str(s.hand), {f: [0] * n for f in _PER_HAND})
             for old in sorted(hands, key=int)[:-VOIDABLE]:  # past a correction's reach
                 del hands[old]
-        elif t == "game_won" and d.get("seat") is not None:
-            add(d["seat"], "games_won", 1)
-            meta["winner"] = d["seat"]
-        elif t == "hand_voided":
-            for x in d["transfers"]:
-                add(_seat(x["from"]), "chips", -x["amount"])
-                add(_seat(x["to"]), "chips", x["amount"])
+        elif isinstance(e, ev.GameWon) and e.seat is not None:
+            add(e.seat, "games_won", 1)
+            meta["winner"] = e.seat
+        elif isinstance(e, ev.HandVoided):
+            for src, dst, amount in e.transfers:
+                add(_seat(src), "chips", -amount)
+                add(_seat(dst), "chips", amount)
             if meta["scoring"] == "points":
-                for seat, total in enumerate(d["totals"].values()):
-                    r = row(seat)
-                    if r is not None:
-                        r["points"] = total
-            given = meta["recent"].pop(str(d["number"]), {f: [0] * n for f in _PER_HAND})
+                totals(e.totals)
+            given = meta["recent"].pop(str(e.number), {f: [0] * n for f in _PER_HAND})
             for seat in range(n):
                 add(seat, "hands", -1)
                 for f in _PER_HAND:
                     add(seat, f, -given[f][seat])
-            if d.get("unwon") and meta["winner"] is not None:
+            if e.unwon and meta["winner"] is not None:
                 add(meta["winner"], "games_won", -1)
                 meta["winner"] = None
 

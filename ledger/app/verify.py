@@ -124,7 +124,7 @@ def rule_events(doc: dict[str, Any]) -> list[ev.Event]:
             more = tb.act(t, _action(a))
         except LedgerError as err:
             raise VerifyError(f"hand {hand['number']}, {_describe(k, a)}: illegal: "
-                              f"{err.detail}" + (f" (RULES §{err.rule})" if err.rule else "")
+                              f"{err.detail}" + (f" (rule {err.rule})" if err.rule else "")
                               ) from None
         except (KeyError, ValueError, TypeError) as err:
             raise VerifyError(f"hand {hand['number']}, {_describe(k, a)}: unreadable "

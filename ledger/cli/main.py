@@ -28,6 +28,7 @@ log = logging.getLogger("ledger.cli")
 # used, so `loo serve` never loads them. Add a line here for a new top-level command.
 LAZY_COMMANDS = {
     "play": "ledger.cli.game:play_cmd",
+    "tournament": "ledger.cli.tournament:tournament_cmd",
     "replay": "ledger.cli.record:replay_cmd",
     "audit": "ledger.cli.record:audit_cmd",
     "verify": "ledger.cli.history:verify_cmd",
@@ -162,7 +163,17 @@ def _serve(host: str, port: int, workers: int, threads: int, streams: int | None
     if s.log_format == "json":  # the app's own access lines replace werkzeug's
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
     recover_timers_in_background(container)
-    run_simple(host, port, create_app(container), threaded=True)
+    app = create_app(container)
+    start_webhooks(container)
+    run_simple(host, port, app, threaded=True)
+
+
+def start_webhooks(container: Any) -> None:
+    """In-process webhook delivery (no REDIS_URL) starts with the server: what a restart
+    left owed goes out without waiting for the club's next event."""
+    runner = getattr(container.ledger, "webhooks", None)
+    if runner is not None:
+        runner.start()
 
 
 def recover_timers_in_background(container: Any) -> None:
@@ -222,7 +233,9 @@ class GunicornApp(BaseApplication):  # type: ignore[misc]
 
         container = bootstrap(self.settings, upgrade=False)
         recover_timers_in_background(container)
-        return create_app(container)
+        app = create_app(container)
+        start_webhooks(container)
+        return app
 
 
 # ---- worker ------------------------------------------------------------------------------
@@ -276,6 +289,12 @@ def die_with_this_process() -> None:
 
 def reconcile_once(ledger: Any) -> None:
     from workers.reconcile import reconcile
+    from workers.webhooks import sweep
+
+    try:
+        sweep(ledger)  # every endpoint's delivery job, once (a queued one is not doubled)
+    except Exception:
+        log.exception("webhook sweep failed")
 
     try:
         count = reconcile(ledger)

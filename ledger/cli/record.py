@@ -1,4 +1,4 @@
-"""`loo replay`, `loo audit`: reading a table's record from a terminal (RULES §10)."""
+"""`loo replay`, `loo audit`: reading a table's record from a terminal (rule 10)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from typing import Any
 
 import click
 
-from ledger.core.rules.tiles import SUIT_NAMES
+from ledger.app.projector import decode
+from ledger.core import events as ev
+from ledger.core.rules.tiles import NAMES, SUIT_NAMES, Tile
 from ledger.store.base import EventStore, StoredEvent
 
 
@@ -70,107 +72,106 @@ def render_hand(stored: Sequence[StoredEvent], number: int,
     pool = 0  # the pool before this hand's stakes, then at its start (P, §8.2)
     role = "trump-holder" if stored and stored[0].data.get("variant") == "rounce" else "dealer"
     for s in stored:
-        d = s.data
-        if s.type == "seat_filled":
-            names[d["seat"]] = d["name"]
-        if s.type == "hand_settled" and (s.hand or 0) < number:
-            pool = d["pool"]
-        if s.hand != number and not (s.type == "table_closed"
-                                     and d.get("abandoned_hand") == number):
+        if s.type not in _TOLD:
             continue
-        if s.type == "hand_started":
+        e = decode(s)
+        if isinstance(e, ev.SeatFilled):
+            names[e.seat] = e.name
+        if isinstance(e, ev.HandSettled) and (s.hand or 0) < number:
+            pool = e.pool
+        if s.hand != number and not (isinstance(e, ev.TableClosed)
+                                     and e.abandoned_hand == number):
+            continue
+        if isinstance(e, ev.HandStarted):
             mode = {"shuffled": "shuffled by the service", "recorded": "deal entered by the "
-                    "scorer", "results": "result entered by the scorer"}.get(d["mode"], d["mode"])
-            lines.append(f"{role}: {names[d['dealer']]} (seat {d['dealer']}) · {mode}")
-            commitment = d.get("commitment")
+                    "scorer", "results": "result entered by the scorer"}.get(e.mode, e.mode)
+            lines.append(f"{role}: {names[e.dealer]} (seat {e.dealer}) · {mode}")
+            commitment = e.commitment
             if commitment:
                 deal.append(f"  commitment {commitment}")
-        elif s.type == "stake_posted":
-            why = "dealer's ante" if d["reason"] == "dealer_ante" else d["reason"]
-            stakes.append(f"{names[d['seat']]} {d['amount']} ({why})")
-            pool += d["amount"]
-        elif s.type == "tiles_dealt":
-            for seat, held in sorted(d["hands"].items(), key=lambda kv: int(kv[0])):
-                deal.append(f"  seat {seat} {names[int(seat)]:<10} {_tiles(held)}")
-            where = "in drawing order" if d.get("ordered", True) else "order not recorded"
-            deal.append(f"  boneyard ({where}): {_tiles(d['boneyard'])}")
-        elif s.type == "trump_turned":
-            trump = d["trump"]
-            deal.append(f"  turn-up {d['tile']} exposed by {names[d['exposed_by']]}: "
+        elif isinstance(e, ev.StakePosted):
+            why = "dealer's ante" if e.reason == "dealer_ante" else e.reason
+            stakes.append(f"{names[e.seat]} {e.amount} ({why})")
+            pool += e.amount
+        elif isinstance(e, ev.TilesDealt):
+            for seat, held in enumerate(e.hands):
+                deal.append(f"  seat {seat} {names[seat]:<10} {_tiles(held)}")
+            where = "in drawing order" if e.ordered else "order not recorded"
+            deal.append(f"  boneyard ({where}): {_tiles(e.boneyard)}")
+        elif isinstance(e, ev.TrumpTurned):
+            trump = e.trump
+            deal.append(f"  turn-up {NAMES[e.tile]} exposed by {names[e.exposed_by]}: "
                         f"{SUIT_NAMES[trump]} are trumps")
-        elif s.type == "seed_revealed":
-            digest = hashlib.sha256(bytes.fromhex(d["seed"])).hexdigest()
+        elif isinstance(e, ev.SeedRevealed):
+            digest = hashlib.sha256(bytes.fromhex(e.seed)).hexdigest()
             check = ("its sha256 is the commitment: the deal was fixed before play"
                      if digest == commitment else "its sha256 does NOT match the commitment")
-            deal.append(f"  seed {d['seed']} ({check})")
-        elif s.type == "player_decided":
-            seat = d["seat"]
-            order.append(seat)
-            text = d["choice"] + (" for the pool" if d.get("for_pool") else "")
-            decided[seat] = [text]
-        elif s.type == "miss_drawn":
-            decided.setdefault(d["seat"], []).append(
-                f"puts out {_tiles(d['put_out'])}, draws {_tiles(d['tiles'])}")
-        elif s.type == "turn_up_taken":
-            decided.setdefault(d["seat"], []).append(f"takes the turn-up {d['tile']}")
-        elif s.type == "tiles_discarded":
-            decided.setdefault(d["seat"], []).append(f"discards {_tiles(d['tiles'])}")
-        elif s.type == "tile_played":
-            current.append({"seat": d["seat"], "tile": d["tile"], "suit": d.get("suit")})
-        elif s.type == "trick_won":
-            tricks.append(f"  trick {d['trick']}: "
-                          + trick_line(d["plays"], d["suit"], trump, d["seat"], names))
+            deal.append(f"  seed {e.seed} ({check})")
+        elif isinstance(e, ev.PlayerDecided):
+            order.append(e.seat)
+            decided[e.seat] = [e.choice + (" for the pool" if e.for_pool else "")]
+        elif isinstance(e, ev.MissDrawn):
+            decided.setdefault(e.seat, []).append(
+                f"puts out {_tiles(e.put_out)}, draws {_tiles(e.tiles)}")
+        elif isinstance(e, ev.TurnUpTaken):
+            decided.setdefault(e.seat, []).append(f"takes the turn-up {NAMES[e.tile]}")
+        elif isinstance(e, ev.TilesDiscarded):
+            decided.setdefault(e.seat, []).append(f"discards {_tiles(e.tiles)}")
+        elif isinstance(e, ev.TilePlayed):
+            current.append({"seat": e.seat, "tile": NAMES[e.tile], "suit": e.suit})
+        elif isinstance(e, ev.TrickWon):
+            plays = [{"seat": seat, "tile": NAMES[tile]} for seat, tile in e.plays]
+            tricks.append(f"  trick {e.trick}: "
+                          + trick_line(plays, e.suit, trump, e.seat, names))
             current = []
-        elif s.type == "hand_won_without_play":
-            why = ("every other player dropped" if d["reason"] == "all_dropped"
+        elif isinstance(e, ev.HandWonWithoutPlay):
+            why = ("every other player dropped" if e.reason == "all_dropped"
                    else "the only player left in")
-            result.append(f"  won without play by {names[d['seat']]} ({why}): "
+            result.append(f"  won without play by {names[e.seat]} ({why}): "
                           "credited with all five tricks")
-        elif s.type == "hand_completed":
-            dropped = set(d["dropped"])
-            won = ", ".join(f"{names[int(k)]} " + ("dropped" if int(k) in dropped else str(v))
-                            for k, v in sorted(d["tricks_won"].items(), key=lambda kv: int(kv[0])))
+        elif isinstance(e, ev.HandCompleted):
+            won = ", ".join(f"{names[seat]} " + ("dropped" if seat in e.dropped else str(n))
+                            for seat, n in enumerate(e.tricks_won))
             result.append(f"  tricks won: {won}")
-            if d["looed"]:
-                result.append("  looed: " + ", ".join(names[x] for x in d["looed"]))
-            if d.get("for_pool"):
+            if e.looed:
+                result.append("  looed: " + ", ".join(names[x] for x in e.looed))
+            if e.for_pool:
                 result.append("  the dealer played for the pool: his tricks' share stays in it")
-        elif s.type == "tricks_paid":
-            paid = [f"{names[int(k)]} {v}" for k, v in sorted(d["payments"].items(),
-                                                              key=lambda kv: int(kv[0])) if v]
-            what = ("takes the whole pool" if d["reason"] == "pool_award"
-                    else f"a trick is worth {d['trick_value']}")
+        elif isinstance(e, ev.TricksPaid):
+            paid = [f"{names[seat]} {v}" for seat, v in enumerate(e.payments) if v]
+            what = ("takes the whole pool" if e.reason == "pool_award"
+                    else f"a trick is worth {e.trick_value}")
             result.append(f"  paid from the pool ({what}): {', '.join(paid) or 'nobody'}")
-        elif s.type == "penalty_assessed":
-            if d["mode"] == "fixed":
+        elif isinstance(e, ev.PenaltyAssessed):
+            if e.mode == "fixed":
                 why = "the fixed penalty"
-            elif d["amount"] != d["uncapped"]:
-                why = f"the pool at the start, {d['uncapped']}, capped at {d['cap']}"
+            elif e.amount != e.uncapped:
+                why = f"the pool at the start, {e.uncapped}, capped at {e.cap}"
             else:
-                why = "the pool at the start" + (f"; cap {d['cap']}" if d["cap"] else "")
-            result.append(f"  loo penalty: {names[d['seat']]} pays {d['amount']} into the pool"
+                why = "the pool at the start" + (f"; cap {e.cap}" if e.cap else "")
+            result.append(f"  loo penalty: {names[e.seat]} pays {e.amount} into the pool"
                           f" ({why})")
-        elif s.type == "points_scored":
+        elif isinstance(e, ev.PointsScored):
             why = {"trick": "tricks", "loo": "looed", "rounce": "rounced",
                    "won_without_play": "won without play"}
             result.append("  points: " + ", ".join(
-                f"{names[x['seat']]} {x['delta']:+d} ({why.get(x['reason'], x['reason'])})"
-                for x in d["deltas"]) if d["deltas"] else "  points: none")
-        elif s.type == "hand_settled":
-            if any(d["balances"].values()) or d["pool"]:
-                result.append("  balances: " + _per_seat(d["balances"], names)
-                              + f" · pool carried {d['pool']}")
-            if any(d["scores"].values()):
-                result.append("  scores: " + _per_seat(d["scores"], names))
-        elif s.type == "game_won":
-            if d["seat"] is None:
-                result.append("  game over, tied: " + ", ".join(names[x] for x in d["tied"]))
+                f"{names[seat]} {delta:+d} ({why.get(reason, reason)})"
+                for seat, delta, reason in e.deltas) if e.deltas else "  points: none")
+        elif isinstance(e, ev.HandSettled):
+            if any(e.balances) or e.pool:
+                result.append("  balances: " + _per_seat(e.balances, names)
+                              + f" · pool carried {e.pool}")
+            if any(e.scores):
+                result.append("  scores: " + _per_seat(e.scores, names))
+        elif isinstance(e, ev.GameWon):
+            if e.seat is None:
+                result.append("  game over, tied: " + ", ".join(names[x] for x in e.tied))
             else:
-                tie = (" (tied on score; reached the goal first)" if d.get("tied") else "")
-                result.append(f"  game won by {names[d['seat']]}{tie}")
-        elif s.type == "table_closed":
+                tie = " (tied on score; reached the goal first)" if e.tied else ""
+                result.append(f"  game won by {names[e.seat]}{tie}")
+        elif isinstance(e, ev.TableClosed):
             result.append(f"  abandoned: the table was closed during this hand; "
-                          f"pool left over {d['leftover']}")
+                          f"pool left over {e.leftover}")
     if current:
         tricks.append(f"  trick {len(tricks) + 1}: "
                       + trick_line(current, current[0]["suit"], trump, None, names))
@@ -191,13 +192,20 @@ def render_hand(stored: Sequence[StoredEvent], number: int,
     return out
 
 
-def _tiles(tiles: Sequence[str]) -> str:
-    return " ".join(tiles) if tiles else "-"
+def _tiles(tiles: Sequence[Tile]) -> str:
+    return " ".join(NAMES[t] for t in tiles) if tiles else "-"
 
 
-def _per_seat(values: dict[str, int], names: dict[int, str]) -> str:
-    return ", ".join(f"{names[int(k)]} {v}" for k, v in sorted(values.items(),
-                                                              key=lambda kv: int(kv[0])))
+def _per_seat(values: Sequence[int], names: dict[int, str]) -> str:
+    return ", ".join(f"{names[seat]} {v}" for seat, v in enumerate(values))
+
+
+# The events a hand is told from (any other is passed over undecoded).
+_TOLD = frozenset({
+    "seat_filled", "hand_settled", "table_closed", "hand_started", "stake_posted",
+    "tiles_dealt", "trump_turned", "seed_revealed", "player_decided", "miss_drawn",
+    "turn_up_taken", "tiles_discarded", "tile_played", "trick_won", "hand_won_without_play",
+    "hand_completed", "tricks_paid", "penalty_assessed", "points_scored", "game_won"})
 
 
 @click.command("replay", short_help="Print a hand: deal, decisions, tricks, result.")
@@ -210,7 +218,8 @@ def _per_seat(values: dict[str, int], names: dict[int, str]) -> str:
 def replay_cmd(table_id: str, hand: int, live: bool, raw: bool) -> None:
     """Print hand HAND of TABLE_ID: deal, decisions, trick by trick, result and settlement.
 
-    The full record, every tile included, opens once the hand is over (RULES §10).
+    The full record, every tile included, opens once the hand is over (rule 10 of the
+    rule book, /docs/rules#rule-10).
     """
     stored = _events_of(table_id)
     try:
@@ -237,7 +246,7 @@ def _told(table_id: str, stored: Sequence[StoredEvent], hand: int, live: bool,
     if not over and not live:
         raise click.ClickException(
             f"hand {hand} of {table_id} is still being played: its tiles stay hidden until "
-            "it is over (RULES §10); --live shows it to the table's admin")
+            "it is over (rule 10, /docs/rules#rule-10); --live shows it to the table's admin")
     if raw:
         lines: list[str] = []
         for s in mine:

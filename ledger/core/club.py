@@ -40,6 +40,19 @@ class Token:
 
 
 @dataclass(frozen=True, slots=True)
+class Webhook:
+    id: str
+    url: str
+    events: tuple[str, ...]
+    salt: str
+    created_at: str
+    removed: bool = False
+
+    def wants(self, event_type: str) -> bool:
+        return "*" in self.events or event_type in self.events
+
+
+@dataclass(frozen=True, slots=True)
 class Club:
     """Full state of a club: the fold of its events."""
 
@@ -48,6 +61,13 @@ class Club:
     members: tuple[Member, ...] = ()
     seasons: tuple[Season, ...] = ()
     tables: tuple[ev.ClubTableAdded, ...] = ()
+    webhooks: tuple[Webhook, ...] = ()
+
+    def webhook(self, wid: str) -> Webhook:
+        for w in self.webhooks:
+            if w.id == wid and not w.removed:
+                return w
+        raise NotFound("webhook_not_found", f"this club has no webhook {wid}")
 
     def member(self, mid: str) -> Member:
         for m in self.members:
@@ -144,6 +164,25 @@ def add_table(c: Club, e: ev.ClubTableAdded) -> list[ev.Event]:
     return [e]
 
 
+MAX_WEBHOOKS = 20  # live endpoints per club
+
+
+def add_webhook(c: Club, e: ev.WebhookAdded) -> list[ev.Event]:
+    events = set(e.events)
+    unknown = sorted(events - set(ev.REGISTRY) - {"*"})
+    if unknown or not events or ("*" in events and len(events) > 1):
+        raise Invalid("invalid_events", 'events: ["*"] or a list of event types'
+                      + (f"; unknown: {', '.join(unknown)}" if unknown else ""), field="events")
+    if sum(not w.removed for w in c.webhooks) >= MAX_WEBHOOKS:
+        raise Invalid("too_many_webhooks", f"a club has at most {MAX_WEBHOOKS} webhooks")
+    return [e]
+
+
+def remove_webhook(c: Club, wid: str) -> list[ev.Event]:
+    c.webhook(wid)
+    return [ev.WebhookRemoved(id=wid)]
+
+
 # ---- evolve --------------------------------------------------------------------------------
 def _set(items: tuple[Any, ...], key: str, **changes: Any) -> tuple[Any, ...]:
     return tuple(replace(x, **changes) if x.id == key else x for x in items)
@@ -162,6 +201,9 @@ EVOLVE: dict[type, Any] = {
         e.id, e.name, e.starts_on, e.ends_on))),
     ev.SeasonClosed: lambda c, e: replace(c, seasons=_set(c.seasons, e.id, closed=True)),
     ev.ClubTableAdded: lambda c, e: replace(c, tables=(*c.tables, e)),
+    ev.WebhookAdded: lambda c, e: replace(c, webhooks=(*c.webhooks, Webhook(
+        e.id, e.url, tuple(e.events), e.salt, e.created_at))),
+    ev.WebhookRemoved: lambda c, e: replace(c, webhooks=_set(c.webhooks, e.id, removed=True)),
 }
 
 

@@ -130,6 +130,23 @@ class ClubTableAdded(Event):
     created_at: str
 
 
+@_event("webhook_added")
+class WebhookAdded(Event):
+    """An endpoint the club's events are POSTed to (API.md Webhooks). Its signing secret is
+    not here: the service derives it from `salt` under the deployment's secret."""
+
+    id: str
+    url: str
+    events: tuple  # event types, or ("*",)
+    salt: str
+    created_at: str
+
+
+@_event("webhook_removed")
+class WebhookRemoved(Event):
+    id: str
+
+
 # Table-level events that may fall between a hand's events without being part of its play:
 # a hand's record keeps them (its hash chain links through them); its rules ignore them.
 ASIDE = frozenset({"spectator_added", "spectator_revoked"})
@@ -351,6 +368,7 @@ _DECODERS: dict[str, Any] = {
     "plays": lambda v: tuple((p["seat"], parse_tile(p["tile"])) for p in v),
     "deltas": lambda v: tuple((d["seat"], d["delta"], d["reason"]) for d in v),
     "members": tuple,
+    "events": tuple,  # webhook_added: the event types an endpoint wants
     "transfers": lambda v: tuple((d["from"], d["to"], d["amount"]) for d in v),
     "score_changes": lambda v: tuple((d["seat"], d["delta"]) for d in v),
 }

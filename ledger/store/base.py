@@ -144,6 +144,30 @@ class EventStore(Protocol):
         """Forget the model's rows and position (it is rebuilt from the first event)."""
         ...
 
+    # Webhooks: per endpoint a cursor row and a log of attempts (ledger/app/webhooks.py).
+    def webhook_claim(self, webhook_id: str, club_id: str, start: int, owner: str,
+                      now: float, until: float) -> dict[str, Any] | None:
+        """Take the endpoint's lease until `until` (its cursor made at `start` if new) unless
+        another owner holds it past `now`; the cursor row when taken, else None."""
+        ...
+
+    def webhook_save(self, webhook_id: str, owner: str, position: int, attempt: int,
+                     retry_at: float | None, until: float | None) -> bool:
+        """Move the cursor while holding the lease (until None: release it); False if the
+        lease is someone else's now."""
+        ...
+
+    def webhook_cursor(self, webhook_id: str) -> dict[str, Any] | None: ...
+
+    def webhook_log(self, webhook_id: str, row: dict[str, Any]) -> None:
+        """Append one delivery attempt to the endpoint's log."""
+        ...
+
+    def webhook_deliveries(self, webhook_id: str, offset: int, limit: int,
+                           ) -> list[dict[str, Any]]:
+        """The endpoint's attempts, oldest first."""
+        ...
+
     def server_secret(self) -> bytes:
         """This deployment's random secret: the same for every process on the database."""
         ...

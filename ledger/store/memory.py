@@ -29,6 +29,8 @@ class MemoryStore:
         self._keys: dict[tuple[str, str], IdempotentResult] = {}
         self._secret = os.urandom(32)
         self._checkpoints: dict[str, dict[int, dict[str, Any]]] = {}
+        self._cursors: dict[str, dict[str, Any]] = {}
+        self._deliveries: dict[str, list[dict[str, Any]]] = {}
         self._positions: dict[str, int] = {}
         self._rows: dict[tuple[str, str, str], dict[str, Any]] = {}
 
@@ -130,6 +132,41 @@ class MemoryStore:
             self._positions.pop(name, None)
             for k in [k for k in self._rows if k[0] == name]:
                 del self._rows[k]
+
+    def webhook_claim(self, webhook_id: str, club_id: str, start: int, owner: str,
+                      now: float, until: float) -> dict[str, Any] | None:
+        with self._lock:
+            row = self._cursors.setdefault(webhook_id, {
+                "webhook_id": webhook_id, "club_id": club_id, "position": start, "attempt": 0,
+                "retry_at": None, "lease_owner": None, "lease_until": None})
+            if row["lease_owner"] not in (None, owner) and row["lease_until"] >= now:
+                return None
+            row["lease_owner"], row["lease_until"] = owner, until
+            return dict(row)
+
+    def webhook_save(self, webhook_id: str, owner: str, position: int, attempt: int,
+                     retry_at: float | None, until: float | None) -> bool:
+        with self._lock:
+            row = self._cursors.get(webhook_id)
+            if row is None or row["lease_owner"] != owner:
+                return False
+            row.update(position=position, attempt=attempt, retry_at=retry_at,
+                       lease_owner=owner if until is not None else None, lease_until=until)
+            return True
+
+    def webhook_cursor(self, webhook_id: str) -> dict[str, Any] | None:
+        with self._lock:
+            row = self._cursors.get(webhook_id)
+            return dict(row) if row else None
+
+    def webhook_log(self, webhook_id: str, row: dict[str, Any]) -> None:
+        with self._lock:
+            self._deliveries.setdefault(webhook_id, []).append(dict(row))
+
+    def webhook_deliveries(self, webhook_id: str, offset: int, limit: int,
+                           ) -> list[dict[str, Any]]:
+        with self._lock:
+            return [dict(r) for r in self._deliveries.get(webhook_id, [])[offset:offset + limit]]
 
     def server_secret(self) -> bytes:
         return self._secret

@@ -82,6 +82,8 @@ WITH RECURSIVE t(id) AS (
     FROM t WHERE t.id IS NOT NULL)
 SELECT id FROM t WHERE id IS NOT NULL"""
 _MAX_VERSION = 2**31 - 1
+_WEBHOOK_COLS = "webhook_id, club_id, position, attempt, retry_at, lease_owner, lease_until"
+_WEBHOOK_KEYS = tuple(_WEBHOOK_COLS.split(", "))
 _CHECKED_MAX = 8  # events in one append through the single checked INSERT
 _CHECKED_ROW = ("(%s::int, %s::int, %s::text, %s::int, %s::jsonb, %s::text, %s::text, %s::text,"
                 " %s::text)")
@@ -364,6 +366,47 @@ class PostgresStore:
         with self._conn() as conn, conn.transaction():
             conn.execute("DELETE FROM read_model_rows WHERE name = %s", (name,))
             conn.execute("DELETE FROM read_model_positions WHERE name = %s", (name,))
+
+    def webhook_claim(self, webhook_id: str, club_id: str, start: int, owner: str,
+                      now: float, until: float) -> dict[str, Any] | None:
+        with self._conn() as conn, conn.transaction():
+            conn.execute("INSERT INTO webhook_cursors (webhook_id, club_id, position)"
+                         " VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                         (webhook_id, club_id, start))
+            row = conn.execute(
+                "UPDATE webhook_cursors SET lease_owner = %s, lease_until = %s"
+                " WHERE webhook_id = %s AND (lease_owner IS NULL OR lease_until < %s"
+                f" OR lease_owner = %s) RETURNING {_WEBHOOK_COLS}",
+                (owner, until, webhook_id, now, owner)).fetchone()
+        return dict(zip(_WEBHOOK_KEYS, row, strict=True)) if row else None
+
+    def webhook_save(self, webhook_id: str, owner: str, position: int, attempt: int,
+                     retry_at: float | None, until: float | None) -> bool:
+        with self._conn() as conn:
+            return conn.execute(
+                "UPDATE webhook_cursors SET position = %s, attempt = %s, retry_at = %s,"
+                " lease_owner = %s, lease_until = %s WHERE webhook_id = %s AND lease_owner = %s",
+                (position, attempt, retry_at, owner if until is not None else None, until,
+                 webhook_id, owner)).rowcount == 1
+
+    def webhook_cursor(self, webhook_id: str) -> dict[str, Any] | None:
+        with self._conn() as conn:
+            row = conn.execute(f"SELECT {_WEBHOOK_COLS} FROM webhook_cursors"
+                               " WHERE webhook_id = %s", (webhook_id,)).fetchone()
+        return dict(zip(_WEBHOOK_KEYS, row, strict=True)) if row else None
+
+    def webhook_log(self, webhook_id: str, row: dict[str, Any]) -> None:
+        with self._conn() as conn:
+            conn.execute("INSERT INTO webhook_deliveries (webhook_id, data) VALUES (%s, %s)",
+                         (webhook_id, canonical_json(row)))
+
+    def webhook_deliveries(self, webhook_id: str, offset: int, limit: int,
+                           ) -> list[dict[str, Any]]:
+        with self._conn() as conn:
+            rows = conn.execute("SELECT data FROM webhook_deliveries WHERE webhook_id = %s"
+                                " ORDER BY id LIMIT %s OFFSET %s",
+                                (webhook_id, limit, offset)).fetchall()
+        return [json.loads(r[0]) for r in rows]
 
     def server_secret(self) -> bytes:
         if self._secret is None:

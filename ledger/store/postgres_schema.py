@@ -135,4 +135,24 @@ CREATE TABLE read_model_rows (
     PRIMARY KEY (name, scope, key)
 );
 """),
+    # Webhooks: endpoint cursors and the delivery log (see sqlite_schema.py).
+    (5, """
+CREATE TABLE webhook_cursors (
+    webhook_id  text    PRIMARY KEY,
+    club_id     text    NOT NULL,
+    position    bigint  NOT NULL,
+    attempt     integer NOT NULL DEFAULT 0,
+    retry_at    double precision,
+    lease_owner text,
+    lease_until double precision
+);
+CREATE TABLE webhook_deliveries (
+    id         bigserial PRIMARY KEY,
+    webhook_id text      NOT NULL,
+    data       text      NOT NULL
+);
+CREATE INDEX webhook_deliveries_by_webhook ON webhook_deliveries (webhook_id, id);
+CREATE TRIGGER webhook_deliveries_append_only BEFORE UPDATE OR DELETE ON webhook_deliveries
+    FOR EACH ROW EXECUTE FUNCTION loo_refuse_change();
+"""),
 ]

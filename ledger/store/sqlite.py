@@ -37,6 +37,8 @@ _IDEM = ("SELECT key, request_hash, first_version, last_version FROM idempotency
          " WHERE table_id = ? AND key = ?")
 _INSERT = ("INSERT INTO events (table_id, version, position, type, hand, data, causation,"
            " recorded_at, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+_WEBHOOK_COLS = "webhook_id, club_id, position, attempt, retry_at, lease_owner, lease_until"
+_WEBHOOK_KEYS = tuple(_WEBHOOK_COLS.split(", "))
 _MAX_IDLE = 8
 # Connections inherited through fork() are never closed in the child (SQLite forbids
 # using them there, and closing could checkpoint or unlink the parent's WAL).
@@ -251,6 +253,49 @@ class SqliteStore:
             conn.execute("DELETE FROM read_model_rows WHERE name = ?", (name,))
             conn.execute("DELETE FROM read_model_positions WHERE name = ?", (name,))
             conn.execute("COMMIT")
+
+    def webhook_claim(self, webhook_id: str, club_id: str, start: int, owner: str,
+                      now: float, until: float) -> dict[str, Any] | None:
+        with self._conn() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("INSERT OR IGNORE INTO webhook_cursors (webhook_id, club_id, position)"
+                         " VALUES (?, ?, ?)", (webhook_id, club_id, start))
+            taken = conn.execute(
+                "UPDATE webhook_cursors SET lease_owner = ?, lease_until = ? WHERE webhook_id = ?"
+                " AND (lease_owner IS NULL OR lease_until < ? OR lease_owner = ?)",
+                (owner, until, webhook_id, now, owner)).rowcount
+            row = conn.execute(f"SELECT {_WEBHOOK_COLS} FROM webhook_cursors"
+                               " WHERE webhook_id = ?", (webhook_id,)).fetchone()
+            conn.execute("COMMIT")
+        return dict(zip(_WEBHOOK_KEYS, row, strict=True)) if taken else None
+
+    def webhook_save(self, webhook_id: str, owner: str, position: int, attempt: int,
+                     retry_at: float | None, until: float | None) -> bool:
+        with self._conn() as conn:
+            return conn.execute(
+                "UPDATE webhook_cursors SET position = ?, attempt = ?, retry_at = ?,"
+                " lease_owner = ?, lease_until = ? WHERE webhook_id = ? AND lease_owner = ?",
+                (position, attempt, retry_at, owner if until is not None else None, until,
+                 webhook_id, owner)).rowcount == 1
+
+    def webhook_cursor(self, webhook_id: str) -> dict[str, Any] | None:
+        with self._conn() as conn:
+            row = conn.execute(f"SELECT {_WEBHOOK_COLS} FROM webhook_cursors"
+                               " WHERE webhook_id = ?", (webhook_id,)).fetchone()
+        return dict(zip(_WEBHOOK_KEYS, row, strict=True)) if row else None
+
+    def webhook_log(self, webhook_id: str, row: dict[str, Any]) -> None:
+        with self._conn() as conn:
+            conn.execute("INSERT INTO webhook_deliveries (webhook_id, data) VALUES (?, ?)",
+                         (webhook_id, canonical_json(row)))
+
+    def webhook_deliveries(self, webhook_id: str, offset: int, limit: int,
+                           ) -> list[dict[str, Any]]:
+        with self._conn() as conn:
+            rows = conn.execute("SELECT data FROM webhook_deliveries WHERE webhook_id = ?"
+                                " ORDER BY id LIMIT ? OFFSET ?",
+                                (webhook_id, limit, offset)).fetchall()
+        return [load_json(r[0]) for r in rows]
 
     def server_secret(self) -> bytes:
         if self._secret is None:

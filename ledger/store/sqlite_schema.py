@@ -68,4 +68,25 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             data  TEXT NOT NULL,  -- JSON
             PRIMARY KEY (name, scope, key))""",
     ]),
+    # Webhooks (API.md Webhooks): each endpoint's cursor (the last position delivered, the
+    # failed attempts of the next message, when to retry, and the lease of the one job
+    # delivering to it) and the log of delivery attempts. What is owed is derived from the
+    # events after the cursor; the endpoints themselves are events of the club's stream.
+    (5, [
+        """CREATE TABLE webhook_cursors (
+            webhook_id  TEXT    PRIMARY KEY,
+            club_id     TEXT    NOT NULL,
+            position    INTEGER NOT NULL,
+            attempt     INTEGER NOT NULL DEFAULT 0,
+            retry_at    REAL,
+            lease_owner TEXT,
+            lease_until REAL)""",
+        """CREATE TABLE webhook_deliveries (
+            id         INTEGER PRIMARY KEY AUTOINCREMENT,
+            webhook_id TEXT    NOT NULL,
+            data       TEXT    NOT NULL)  -- JSON: event, position, status, attempt, ...""",
+        "CREATE INDEX webhook_deliveries_by_webhook ON webhook_deliveries (webhook_id, id)",
+        *(f"CREATE TRIGGER webhook_deliveries_no_{op.lower()} BEFORE {op} ON webhook_deliveries "
+          + _REFUSE.format(table="webhook_deliveries", op=op) for op in ("UPDATE", "DELETE")),
+    ]),
 ]

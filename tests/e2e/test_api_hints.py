@@ -84,3 +84,20 @@ def test_hints_and_timers_only_on_shuffled_tables(club: Club):
         r = club.c.post("/v1/tables", json={"seats": [{"name": "A"}, {"name": "B"}],
                                             "deal": "recorded", "options": options})
         assert next(iter(options)) in json.dumps(club.problem(r, 422))
+
+
+def test_a_hint_asked_again_at_the_same_version_is_not_searched_again(club: Club, monkeypatch):
+    from ledger.app import hints
+
+    calls = []
+    real = hints.expert_estimate
+    monkeypatch.setattr(hints, "expert_estimate",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
+    t = _hinted(club)
+    seat = _to_act(club, t)
+    first = club.get(t, t.seats[seat], "/hint").get_json()
+    again = club.get(t, t.seats[seat], "/hint").get_json()
+    assert first == again and len(calls) == 1
+    club.ok(t, first["action"], t.seats[seat])
+    nxt = _to_act(club, t)
+    assert club.get(t, t.seats[nxt], "/hint").status_code == 200 and len(calls) == 2

@@ -103,8 +103,8 @@ def json_feed(base: str, path: str, token: str, param: str = "after") -> list[di
 def test_a_club_stream_survives_random_reconnects_exactly_once_in_order(
         db_url: str, tmp_path: Path) -> None:
     rng = random.Random(17)
-    with serving(cwd=tmp_path, DATABASE_URL=db_url, LOO_SSE_MAX_SECONDS="1.5",
-                 LOO_SSE_KEEPALIVE="0.3") as base:
+    with serving(cwd=tmp_path, DATABASE_URL=db_url, LOO_RATE_LIMITS="off",
+                 LOO_SSE_MAX_SECONDS="1.5", LOO_SSE_KEEPALIVE="0.3") as base:
         club = new_club(base)
         tables = [new_table(base, club) for _ in range(2)]
         writers = [threading.Thread(target=play, args=(base, t, 70)) for t in tables]
@@ -152,7 +152,8 @@ def test_a_club_stream_survives_random_reconnects_exactly_once_in_order(
 
 def test_a_seat_gets_its_own_redacted_view_then_live_events_and_keepalives(
         db_url: str, tmp_path: Path) -> None:
-    with serving(cwd=tmp_path, DATABASE_URL=db_url, LOO_SSE_KEEPALIVE="0.3") as base:
+    with serving(cwd=tmp_path, DATABASE_URL=db_url, LOO_RATE_LIMITS="off",
+                 LOO_SSE_KEEPALIVE="0.3") as base:
         table = new_table(base)
         tid, seat1 = table["id"], table["seats"][1]["token"]
         play(base, table, 3)
@@ -216,6 +217,7 @@ def test_open_streams_are_bounded_and_never_starve_requests(tmp_path: Path) -> N
     """gunicorn gthread, 2 workers x (2 request threads + 2 stream threads): streams beyond
     the bound are refused 503 with Retry-After, and /healthz still answers at once."""
     with serving("--workers", "2", "--threads", "2", "--streams", "2", cwd=tmp_path,
+                 LOO_RATE_LIMITS="off",
                  DATABASE_URL=f"sqlite:///{tmp_path}/loo.db", LOO_SSE_KEEPALIVE="0.5") as base:
         table = new_table(base)
         url = f"{base}/v1/tables/{table['id']}/events"
@@ -250,7 +252,7 @@ def test_loo_tail_prints_one_line_per_event_of_a_club(tmp_path: Path) -> None:
 
     loo = str(Path(sys.executable).with_name("loo"))
     with serving(cwd=tmp_path, DATABASE_URL=f"sqlite:///{tmp_path}/loo.db",
-                 LOO_SSE_MAX_SECONDS="1") as base:
+                 LOO_SSE_MAX_SECONDS="1", LOO_RATE_LIMITS="off") as base:
         club = new_club(base)
         table = new_table(base, club)
         play(base, table, 2)

@@ -39,9 +39,20 @@ def world(club: Club) -> dict[str, Any]:
     season = c.post(f"/v1/clubs/{cid}/seasons", json={"name": "Winter",
                                                        "starts_on": "2026-11-01"},
                     headers=Club.auth(owner)).get_json()["id"]
+    # A webhook to a port that refuses (private addresses allowed only while it is added:
+    # its deliveries are then blocked, nothing leaves the machine).
+    import os
+
+    os.environ["LOO_WEBHOOK_ALLOW_PRIVATE"] = "1"
+    try:
+        hook = c.post(f"/v1/clubs/{cid}/webhooks", headers=Club.auth(owner),
+                      json={"url": "http://127.0.0.1:9/", "events": ["*"]}).get_json()["id"]
+    finally:
+        del os.environ["LOO_WEBHOOK_ALLOW_PRIVATE"]
     return {"table": t, "params": {
         "table_id": t.id, "number": "1", "spectator_id": spec_tok["id"], "club_id": cid,
-        "member_id": member, "season_id": season, "token_id": tokens["viewer"]["id"]},
+        "member_id": member, "season_id": season, "token_id": tokens["viewer"]["id"],
+        "webhook_id": hook},
         "tokens": {"tableAdmin": t.admin, "tableSeat": t.seats[0],
                    "tableSpectator": spec_tok["token"], "clubOwner": owner,
                    "clubScorer": tokens["scorer"]["token"],

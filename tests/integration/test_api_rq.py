@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -125,3 +126,54 @@ def test_a_created_tables_answer_is_the_table_as_created_however_fast_the_worker
     first_bot_move = next(s.version for s in stored if (s.causation or "").startswith("bot:"))
     assert answer["version"] == answer["table"]["version"] == first_bot_move - 1
     assert stored[-1].version > answer["version"]  # the worker did move, before the answer
+
+
+def test_webhooks_are_delivered_by_rq_jobs_in_order(
+        db_url: str, store: EventStore, queue: Any, worker_ledger: Ledger,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through RQ: a commit of a club enqueues its for_club job, which enqueues one delivery
+    job per endpoint; the worker POSTs every event, signed, in position order. The sweep
+    (the worker's reconciler) enqueues them again, finding nothing more to send."""
+    from ledger.app import webhooks as wh
+    from tests.e2e.test_api_webhooks import Receiver
+    from workers.webhooks import rq_trigger, sweep
+
+    monkeypatch.setenv("LOO_WEBHOOK_ALLOW_PRIVATE", "1")
+    dispatcher = RqDispatcher(queue)
+    led = Ledger(store, dispatcher)
+    led.on_club_commit = rq_trigger(dispatcher)
+    worker_ledger.on_club_commit = rq_trigger(worker_ledger.dispatcher)
+    container = Container(Settings(database_url=db_url, queue_name=queue.name), store, queue,
+                          dispatcher, led)
+    app = create_app(container)
+    app.config["TESTING"] = True
+    c = app.test_client()
+    receiver = Receiver().start()
+    try:
+        club = c.post("/v1/clubs", json={"name": "RQ"}).get_json()
+        auth = {"Authorization": f"Bearer {club['token']}"}
+        made = c.post(f"/v1/clubs/{club['id']}/webhooks", headers=auth,
+                      json={"url": receiver.url, "events": ["*"]})
+        assert made.status_code == 201, made.get_json()
+        secret = made.get_json()["secret"]
+        r = c.post(f"/v1/clubs/{club['id']}/tables", headers=auth, json={
+            "variant": "loo", "scoring": "pool", "first_dealer": 0, "deal": "shuffled",
+            "seats": [{"name": f"B{i}", "bot": "heuristic"} for i in range(4)],
+            "options": {"max_hands": 1}})
+        assert r.status_code == 201, r.get_json()
+        assert queue.fetch_job(rq_job_id(f"webhooks:{club['id']}")) is not None
+        for _ in range(20):
+            drain(queue)  # the bots' hand, then the deliveries its commits enqueued
+            if any(json.loads(b)["type"] == "table_closed" for _, b in receiver.got):
+                break
+        feed = c.get(f"/v1/clubs/{club['id']}/events?limit=500", headers=auth).get_json()
+        since = next(e["position"] for e in feed["events"] if e["type"] == "webhook_added")
+        expected = [e["position"] for e in feed["events"] if e["position"] > since]
+        docs = [json.loads(b) for _, b in receiver.got]
+        assert [d["position"] for d in docs] == expected
+        assert all(wh.verify(secret, h, b) for h, b in receiver.got)
+        assert sweep(worker_ledger) == 1
+        drain(queue)
+        assert len(receiver.got) == len(expected)  # nothing sent twice
+    finally:
+        receiver.stop()

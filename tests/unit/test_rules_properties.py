@@ -460,12 +460,18 @@ def test_events_every_type_round_trips():
     more3 = cl.close_season(c2, "sea_1") + [ev.ClubTableAdded(
         table_id="t1", season=None, members=("mem_1", None), variant="loo", scoring="pool",
         created_at="2026-11-25T00:00:00+00:00")]
+    hook = ev.WebhookAdded(id="wh_1", url="https://example.org/h", events=("hand_settled",),
+                           salt="ab" * 16, created_at="2026-11-25T00:00:00+00:00")
+    more3 += cl.add_webhook(c2, hook)
+    more3 += cl.remove_webhook(cl.replay(more3, c2), "wh_1")
     everything = club_events + more + more2 + more3
     for e in everything:
         assert ev.from_data(e.type, json.loads(json.dumps(ev.to_data(e)))) == e
     c3 = cl.replay(everything)
     assert c3.members[0].name == "Anne" and c3.members[0].archived and c3.seasons[0].closed
     assert [t.revoked for t in c3.tokens] == [True, False] and len(c3.tables) == 1
+    assert [(w.id, w.events, w.removed) for w in c3.webhooks] == [
+        ("wh_1", ("hand_settled",), True)]
     seen |= {e.type for e in everything}
     assert seen == set(ev.REGISTRY)
 

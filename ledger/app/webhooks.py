@@ -1,0 +1,287 @@
+"""Webhooks (API.md "Webhooks (Standard Webhooks)"): signed, in order, at least once.
+
+- An endpoint is a `webhook_added` event of the club's stream. Its secret is never stored:
+  it is an HMAC of the event's `salt` under the deployment's secret (the service can sign
+  with it again; the answer to the POST shows it once as `whsec_` + base64).
+- What an endpoint is owed is derived from the event store: the club's feed (its stream and
+  its tables', as a spectator sees them) after the endpoint's cursor, the last position
+  delivered, kept in `webhook_cursors` beside the events with the log of attempts.
+- One delivery run per endpoint at a time (a lease on its cursor row): it POSTs the owed
+  events one by one in position order and moves the cursor after each 2xx; a failure is
+  logged and retried later with exponential backoff (LOO_WEBHOOK_RETRY_BASE seconds,
+  doubling, at most LOO_WEBHOOK_RETRY_MAX apart, never given up: nothing after it is
+  delivered before it). The same message keeps its `webhook-id` on every retry.
+- SSRF guard: a URL whose host resolves to a loopback, private, link-local, multicast,
+  reserved or unspecified address is refused at registration (422) and again at every
+  delivery (re-resolved; the connection goes to the address checked), unless
+  LOO_WEBHOOK_ALLOW_PRIVATE=1.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import ipaddress
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import orjson
+
+from ledger.app.feed import CHECKPOINT_WAIT, PAGE, club_feed
+from ledger.app.service import Ledger
+from ledger.core import club as cl
+from ledger.core.errors import Invalid, NotFound
+
+log = logging.getLogger(__name__)
+
+LEASE = 120.0  # seconds a delivery run holds its endpoint (renewed as it goes)
+
+
+# ---- Standard Webhooks signatures ----------------------------------------------------------
+
+def secret_bytes(secret: str) -> bytes:
+    """The key of a `whsec_...` secret: the base64 after the prefix."""
+    raw = secret.removeprefix("whsec_")
+    return base64.b64decode(raw + "=" * (-len(raw) % 4))
+
+
+def sign(secret: str, msg_id: str, timestamp: int, body: bytes) -> str:
+    """`v1,<base64 HMAC-SHA256(key, "{id}.{timestamp}.{body}")>`."""
+    mac = hmac.new(secret_bytes(secret), f"{msg_id}.{timestamp}.".encode() + body,
+                   hashlib.sha256).digest()
+    return "v1," + base64.b64encode(mac).decode()
+
+
+def verify(secret: str, headers: Mapping[str, str], body: bytes) -> bool:
+    """Whether one of the `v1,` signatures in the headers is this body's (for receivers)."""
+    want = sign(secret, headers["webhook-id"], int(headers["webhook-timestamp"]), body)
+    return any(hmac.compare_digest(want, sig) for sig in headers["webhook-signature"].split())
+
+
+def endpoint_secret(server_secret: bytes, club_id: str, webhook_id: str, salt: str) -> str:
+    """The endpoint's secret, derived again whenever the service signs."""
+    key = hmac.new(server_secret, f"webhook|{club_id}|{webhook_id}|{salt}".encode(),
+                   hashlib.sha256).digest()
+    return "whsec_" + base64.b64encode(key).decode()
+
+
+# ---- configuration -------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class WebhookConfig:
+    allow_private: bool = False
+    retry_base: float = 5.0  # seconds before the first retry
+    retry_max: float = 3600.0  # the longest wait between two attempts
+    timeout: float = 10.0  # seconds to connect, and then for the answer
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> WebhookConfig:
+        def number(var: str, default: float) -> float:
+            raw = environ.get(var, "").strip()
+            try:
+                value = float(raw) if raw else default
+            except ValueError:
+                value = default
+            return value if value > 0 else default
+
+        return cls(allow_private=environ.get("LOO_WEBHOOK_ALLOW_PRIVATE", "") == "1",
+                   retry_base=number("LOO_WEBHOOK_RETRY_BASE", 5.0),
+                   retry_max=number("LOO_WEBHOOK_RETRY_MAX", 3600.0),
+                   timeout=number("LOO_WEBHOOK_TIMEOUT", 10.0))
+
+    def backoff(self, attempt: int) -> float:
+        """Seconds before retry number `attempt` (1, 2, ...): doubling, capped."""
+        return min(self.retry_max, self.retry_base * 2 ** min(attempt - 1, 40))
+
+
+# ---- SSRF guard ----------------------------------------------------------------------------
+
+class UrlRefused(Invalid):
+    pass
+
+
+def _forbidden(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return (ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_multicast
+            or ip.is_reserved or ip.is_unspecified or not ip.is_global)
+
+
+def check_url(url: str, allow_private: bool,
+              resolve: Callable[[str, int], list[str]] | None = None) -> tuple[str, int, str]:
+    """(host, port, address to connect to) of an http(s) URL whose host resolves only to
+    public addresses; UrlRefused (422) otherwise."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        raise UrlRefused("invalid_url", "url is not a valid URL", field="url") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UrlRefused("invalid_url", "url must be an http:// or https:// URL with a host",
+                         field="url")
+    if parts.username or parts.password:
+        raise UrlRefused("invalid_url", "url must not carry credentials", field="url")
+    host = parts.hostname
+    try:
+        addresses = (resolve or _resolve)(host, port)
+    except (OSError, UnicodeError):
+        raise UrlRefused("unresolvable_url", f"the host {host!r} does not resolve",
+                         field="url") from None
+    if not addresses:
+        raise UrlRefused("unresolvable_url", f"the host {host!r} does not resolve",
+                         field="url")
+    if not allow_private:
+        for a in addresses:
+            if _forbidden(ipaddress.ip_address(a.split("%")[0])):
+                raise UrlRefused("private_url", f"{host!r} resolves to {a}, a loopback, "
+                                 "private, link-local or reserved address: webhooks go to "
+                                 "public addresses only", field="url")
+    return host, port, addresses[0]
+
+
+def _resolve(host: str, port: int) -> list[str]:
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(i[4][0]) for i in infos))
+
+
+# ---- sending -------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    status: int | str  # the HTTP status, or timeout / refused / blocked / error
+    duration_ms: int
+
+    @property
+    def ok(self) -> bool:
+        return isinstance(self.status, int) and 200 <= self.status < 300
+
+
+def post(url: str, headers: dict[str, str], body: bytes, config: WebhookConfig) -> Sent:
+    """One POST to the address checked just now (no redirects followed, strict timeouts)."""
+    import urllib3
+
+    start = time.monotonic()
+
+    def took() -> int:
+        return int((time.monotonic() - start) * 1000)
+
+    try:
+        host, port, address = check_url(url, config.allow_private)
+    except UrlRefused:
+        return Sent("blocked", took())
+    parts = urlsplit(url)
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    timeout = urllib3.Timeout(connect=config.timeout, read=config.timeout)
+    kwargs: dict[str, Any] = {"timeout": timeout, "retries": False, "maxsize": 1}
+    if parts.scheme == "https":
+        pool: Any = urllib3.HTTPSConnectionPool(address, port, server_hostname=host,
+                                                assert_hostname=host, **kwargs)
+    else:
+        pool = urllib3.HTTPConnectionPool(address, port, **kwargs)
+    default_port = 443 if parts.scheme == "https" else 80
+    headers = {**headers, "Host": host if port == default_port else f"{host}:{port}"}
+    try:
+        resp = pool.urlopen("POST", path, body=body, headers=headers, redirect=False,
+                            preload_content=False)
+        resp.read(65536)  # enough to finish; the answer's body is not kept
+        resp.release_conn()
+        return Sent(resp.status, took())
+    except urllib3.exceptions.NewConnectionError:  # (a ConnectTimeoutError subclass too)
+        return Sent("refused", took())
+    except urllib3.exceptions.TimeoutError:
+        return Sent("timeout", took())
+    except urllib3.exceptions.HTTPError:
+        return Sent("error", took())
+    finally:
+        pool.close()
+
+
+# ---- delivery ------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """What a delivery run did: delivered n, and when the next attempt is due (if one is)."""
+
+    delivered: int
+    retry_at: float | None = None
+    state: str = "done"  # done / retry / busy / removed
+
+
+def start_position(ledger: Ledger, club_id: str, webhook_id: str) -> int:
+    """An endpoint is owed what comes after its own webhook_added event."""
+    for s in ledger.store.load(club_id):
+        if s.type == "webhook_added" and s.data.get("id") == webhook_id:
+            return s.position
+    return 0
+
+
+def deliver(ledger: Ledger, club: cl.Club, club_id: str, webhook_id: str,
+            config: WebhookConfig, now: Callable[[], float] = time.time) -> Run:
+    """Deliver what the endpoint is owed, in position order, until it is all delivered or
+    one attempt fails (then a retry is due; see the module docstring)."""
+    store = ledger.store
+    try:
+        hook = club.webhook(webhook_id)
+    except NotFound:
+        return Run(0, state="removed")
+    owner = uuid.uuid4().hex
+    start = (start_position(ledger, club_id, webhook_id)
+             if store.webhook_cursor(webhook_id) is None else 0)
+    row = store.webhook_claim(webhook_id, club_id, start, owner, now(), now() + LEASE)
+    if row is None:
+        return Run(0, state="busy")
+    position, attempt, due = row["position"], row["attempt"], row["retry_at"]
+    delivered, lost = 0, False
+    try:
+        if due is not None and now() < due:
+            return Run(0, due, "retry")
+        due = None
+        secret = endpoint_secret(store.server_secret(), club_id, webhook_id, hook.salt)
+        streams = {club_id} | {t.table_id for t in club.tables}
+        while True:
+            page = store.read_all(after_position=position, limit=PAGE)
+            if not page:
+                return Run(delivered)
+            for s in page:
+                mine = s.table_id in streams or (
+                    s.type == "table_created" and s.data.get("club") == club_id)
+                if mine:
+                    streams.add(s.table_id)
+                if not mine or not hook.wants(s.type):
+                    position = s.position
+                    continue
+                doc = club_feed(ledger, club_id, [s], wait=CHECKPOINT_WAIT)[0]
+                body = orjson.dumps(doc)
+                msg_id = f"msg_{webhook_id}_{s.position}"
+                stamp = int(now())
+                headers = {"content-type": "application/json", "webhook-id": msg_id,
+                           "webhook-timestamp": str(stamp),
+                           "webhook-signature": sign(secret, msg_id, stamp, body),
+                           "user-agent": "loo-ledger-webhooks/1"}
+                sent = post(hook.url, headers, body, config)
+                attempt += 1
+                store.webhook_log(webhook_id, {
+                    "message_id": msg_id, "event": s.type, "position": s.position,
+                    "stream": doc["stream"], "status": sent.status, "attempt": attempt,
+                    "duration_ms": sent.duration_ms,
+                    "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now()))})
+                if not sent.ok:
+                    due = now() + config.backoff(attempt)
+                    return Run(delivered, due, "retry")
+                position, attempt = s.position, 0
+                delivered += 1
+                if not store.webhook_save(webhook_id, owner, position, 0, None, now() + LEASE):
+                    lost = True  # another run took the endpoint over: stop here
+                    return Run(delivered, state="busy")
+            store.webhook_save(webhook_id, owner, position, attempt, None, now() + LEASE)
+    finally:
+        if not lost:  # release the lease, keeping where this run got to
+            store.webhook_save(webhook_id, owner, position, attempt, due, None)

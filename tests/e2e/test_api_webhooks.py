@@ -1,0 +1,381 @@
+"""Webhooks (API.md "Webhooks (Standard Webhooks)") on SQLite and PostgreSQL, delivered by
+the embedded default's in-process runner to a real HTTP receiver on a spare port: signed,
+every matching event once in order, retried after the receiver was down, filtered, stopped
+by DELETE, logged; URLs to private ranges refused (registration and delivery)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from ledger.app import webhooks as wh
+from tests.e2e.club import Club
+
+DEADLINE = 60.0
+
+# Standard Webhooks' published test vector (standard-webhooks/standard-webhooks,
+# libraries/python/tests/test_webhooks.py test_sign_function and go webhook_test.go).
+VECTOR_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+VECTOR_ID = "msg_p5jXN8AQM9LWM0D4loKWxJek"
+VECTOR_TS = 1614265330
+VECTOR_BODY = b'{"test": 2432232314}'
+VECTOR_SIG = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+VECTOR_WRONG = ("v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OA=",
+                "v1,Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc=", "v1,")
+
+
+def test_signatures_match_the_standard_webhooks_test_vectors() -> None:
+    assert wh.sign(VECTOR_SECRET, VECTOR_ID, VECTOR_TS, VECTOR_BODY) == VECTOR_SIG
+    # The secret without its prefix is the same key.
+    assert wh.sign(VECTOR_SECRET.removeprefix("whsec_"), VECTOR_ID, VECTOR_TS,
+                   VECTOR_BODY) == VECTOR_SIG
+    headers = {"webhook-id": VECTOR_ID, "webhook-timestamp": str(VECTOR_TS)}
+    assert wh.verify(VECTOR_SECRET, headers | {"webhook-signature": VECTOR_SIG}, VECTOR_BODY)
+    # Several signatures, space-separated: one valid is enough.
+    both = f"{VECTOR_WRONG[1]} {VECTOR_SIG}"
+    assert wh.verify(VECTOR_SECRET, headers | {"webhook-signature": both}, VECTOR_BODY)
+    for wrong in VECTOR_WRONG:
+        assert not wh.verify(VECTOR_SECRET, headers | {"webhook-signature": wrong}, VECTOR_BODY)
+    assert not wh.verify(VECTOR_SECRET, headers | {"webhook-signature": VECTOR_SIG},
+                         VECTOR_BODY + b" ")
+
+
+class Receiver:
+    """A club's webhook endpoint: records what arrives; can fail (500) or be down."""
+
+    def __init__(self) -> None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.got: list[tuple[dict[str, str], bytes]] = []
+        self.cond = threading.Condition()
+        self.failing = False
+        self.server: ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/hook"
+
+    def start(self) -> Receiver:
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                if receiver.failing:
+                    self.send_response(500)
+                    self.end_headers()
+                    return
+                with receiver.cond:
+                    receiver.got.append(({k.lower(): v for k, v in self.headers.items()},
+                                         body))
+                    receiver.cond.notify_all()
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.server = None
+
+    def wait_for(self, pred: Any, what: str) -> None:
+        deadline = time.monotonic() + DEADLINE
+        with self.cond:
+            while not pred(self.got):
+                left = deadline - time.monotonic()
+                assert left > 0, f"timed out waiting for {what}: got {len(self.got)}"
+                self.cond.wait(min(left, 0.2))
+
+    def docs(self) -> list[dict[str, Any]]:
+        return [json.loads(b) for _, b in self.got]
+
+
+@pytest.fixture
+def receiver() -> Any:
+    r = Receiver().start()
+    yield r
+    r.stop()
+
+
+@pytest.fixture
+def private_ok(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOO_WEBHOOK_ALLOW_PRIVATE", "1")
+    monkeypatch.setenv("LOO_WEBHOOK_RETRY_BASE", "0.2")
+    monkeypatch.setenv("LOO_WEBHOOK_RETRY_MAX", "1")
+    monkeypatch.setenv("LOO_WEBHOOK_TIMEOUT", "5")
+
+
+class Owner:
+    def __init__(self, club: Club) -> None:
+        self.c = club.c
+        r = self.c.post("/v1/clubs", json={"name": "Hooks"})
+        assert r.status_code == 201
+        self.id, self.token = r.get_json()["id"], r.get_json()["token"]
+
+    def h(self, token: str | None = None) -> dict[str, str]:
+        return {"Authorization": f"Bearer {token or self.token}"}
+
+    def hook(self, url: str, events: list[str], status: int = 201) -> dict[str, Any]:
+        r = self.c.post(f"/v1/clubs/{self.id}/webhooks", json={"url": url, "events": events},
+                        headers=self.h())
+        assert r.status_code == status, r.get_json()
+        return r.get_json()
+
+    def table(self, bots: bool = False, **options: Any) -> dict[str, Any]:
+        seats = [{"name": n, "bot": "heuristic" if bots else None}
+                 for n in ("Ann", "Bob", "Cat", "Dan")]
+        r = self.c.post(f"/v1/clubs/{self.id}/tables", headers=self.h(), json={
+            "variant": "loo", "scoring": "pool", "first_dealer": 0, "deal": "shuffled",
+            "seats": seats, "options": options})
+        assert r.status_code == 201, r.get_json()
+        return r.get_json()
+
+    def play(self, table: dict[str, Any], moves: int) -> None:
+        for _ in range(moves):
+            view = self.c.get(f"/v1/tables/{table['id']}", headers=self.h()).get_json()
+            if not view["legal_actions"]:
+                return
+            r = self.c.post(f"/v1/tables/{table['id']}/actions", headers=self.h(),
+                            json=view["legal_actions"][0])
+            assert r.status_code == 200, r.get_json()
+
+    def feed(self) -> list[dict[str, Any]]:
+        out, after = [], 0
+        while True:
+            page = self.c.get(f"/v1/clubs/{self.id}/events?after={after}&limit=500",
+                              headers=self.h()).get_json()
+            if not page["events"]:
+                return out
+            out += page["events"]
+            after = page["next"]
+
+    def deliveries(self, wid: str) -> list[dict[str, Any]]:
+        out, cursor = [], ""
+        while True:
+            r = self.c.get(f"/v1/clubs/{self.id}/webhooks/{wid}/deliveries?limit=100{cursor}",
+                           headers=self.h())
+            assert r.status_code == 200, r.get_json()
+            out += r.get_json()["items"]
+            if r.get_json()["next"] is None:
+                return out
+            cursor = f"&cursor={r.get_json()['next']}"
+
+
+def _log_of(owner: Owner, wid: str, n: int) -> list[dict[str, Any]]:
+    """The delivery log once it holds n attempts (it is written as each answer comes)."""
+    deadline = time.monotonic() + DEADLINE
+    while len(log := owner.deliveries(wid)) < n:
+        assert time.monotonic() < deadline, len(log)
+        time.sleep(0.05)
+    return log
+
+
+def _added_at(owner: Owner, wid: str) -> int:
+    return next(e["position"] for e in owner.feed()
+                if e["type"] == "webhook_added" and e["data"]["id"] == wid)
+
+
+def test_every_event_arrives_once_in_order_signed(club: Club, receiver: Receiver,
+                                                  private_ok: None) -> None:
+    owner = Owner(club)
+    made = owner.hook(receiver.url, ["*"])
+    assert made["secret"].startswith("whsec_") and len(wh.secret_bytes(made["secret"])) >= 24
+    assert "secret" not in str(club.c.get(f"/v1/clubs/{owner.id}/webhooks",
+                                          headers=owner.h()).get_json())
+    table = owner.table()
+    owner.play(table, 40)
+    since = _added_at(owner, made["id"])
+    expected = [e for e in owner.feed() if e["position"] > since]
+    receiver.wait_for(lambda got: len(got) >= len(expected), "every event")
+    docs = receiver.docs()
+    assert [d["position"] for d in docs] == [e["position"] for e in expected]
+    for (headers, body), doc in zip(receiver.got, docs, strict=True):
+        assert wh.verify(made["secret"], headers, body)
+        assert headers["webhook-id"] == f"msg_{made['id']}_{doc['position']}"
+        assert abs(int(headers["webhook-timestamp"]) - time.time()) < 120
+    # The body is the club feed's event (spectator view, stream); settled hands carry their
+    # checkpoint.
+    assert {d["stream"] for d in docs} == {"club", table["id"]}
+    log = _log_of(owner, made["id"], len(docs))
+    assert [(x["event"], x["status"], x["attempt"]) for x in log] == [
+        (d["type"], 204, 1) for d in docs]
+    assert all(isinstance(x["duration_ms"], int) and x["at"] for x in log)
+
+
+def test_a_receiver_down_then_up_gets_everything_in_order_after_retries(
+        club: Club, receiver: Receiver, private_ok: None) -> None:
+    owner = Owner(club)
+    made = owner.hook(receiver.url, ["*"])
+    receiver.failing = True  # answers 500
+    table = owner.table()
+    deadline = time.monotonic() + DEADLINE
+    while not any(x["status"] == 500 for x in owner.deliveries(made["id"])):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    receiver.stop()  # then down: connection refused
+    owner.play(table, 10)
+    while not any(x["status"] == "refused" for x in owner.deliveries(made["id"])):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    receiver.failing = False
+    receiver.start()  # up again on the same port
+    since = _added_at(owner, made["id"])
+    expected = [e["position"] for e in owner.feed() if e["position"] > since]
+    receiver.wait_for(lambda got: len(got) >= len(expected), "the backlog")
+    assert [d["position"] for d in receiver.docs()] == expected  # in order, none lost
+    log = _log_of(owner, made["id"], len(expected))
+    first = [x for x in log if x["position"] == expected[0]]
+    assert [x["attempt"] for x in first] == list(range(1, len(first) + 1))
+    assert first[-1]["status"] == 204 and len(first) >= 3
+    assert len({x["message_id"] for x in first}) == 1  # one webhook-id for every retry
+    assert receiver.got[0][0]["webhook-id"] == first[0]["message_id"]
+
+
+def test_an_event_filter_and_delete(club: Club, receiver: Receiver, private_ok: None) -> None:
+    owner = Owner(club)
+    witness = Receiver().start()
+    try:
+        settled = owner.hook(receiver.url, ["hand_settled", "game_won"])
+        everything = owner.hook(witness.url, ["*"])
+        owner.table(bots=True, max_hands=2)  # plays two hands at once
+        witness.wait_for(lambda got: sum(json.loads(b)["type"] == "table_closed"
+                                         for _, b in got) == 1, "the whole table")
+        receiver.wait_for(lambda got: len(got) >= 2, "the settled hands")
+        wanted = [d for d in witness.docs() if d["type"] in ("hand_settled", "game_won")]
+        assert [d["position"] for d in receiver.docs()] == [d["position"] for d in wanted]
+        assert any("checkpoint" in d for d in receiver.docs())
+        # DELETE: nothing more for that endpoint, while the other keeps getting events.
+        r = club.c.delete(f"/v1/clubs/{owner.id}/webhooks/{settled['id']}", headers=owner.h())
+        assert r.status_code == 204
+        before = len(receiver.got)
+        n = len(witness.got)
+        owner.table(bots=True, max_hands=1)
+        witness.wait_for(lambda got: sum(json.loads(b)["type"] == "table_closed"
+                                         for _, b in got) == 2, "the second table")
+        assert len(witness.got) > n and len(receiver.got) == before
+        assert club.c.get(f"/v1/clubs/{owner.id}/webhooks/{settled['id']}",
+                          headers=owner.h()).status_code == 404
+        listed = club.c.get(f"/v1/clubs/{owner.id}/webhooks", headers=owner.h()).get_json()
+        assert [w["id"] for w in listed["items"]] == [everything["id"]]
+    finally:
+        witness.stop()
+
+
+@pytest.mark.parametrize("url", [
+    "http://127.0.0.1:9/hook", "http://10.1.2.3/hook", "http://169.254.169.254/latest",
+    "http://[::1]:8000/", "http://localhost:8000/hook", "http://192.168.0.1/",
+    "http://0.0.0.0/", "http://[::ffff:127.0.0.1]/", "http://224.0.0.1/"])
+def test_urls_to_private_ranges_are_refused(club: Club, url: str,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LOO_WEBHOOK_ALLOW_PRIVATE", raising=False)
+    owner = Owner(club)
+    problem = owner.hook(url, ["*"], status=422)
+    assert problem["code"] == "private_url" and problem["status"] == 422
+    assert club.c.get(f"/v1/clubs/{owner.id}/webhooks", headers=owner.h()).get_json()[
+        "items"] == []
+
+
+def test_bad_webhook_requests_are_problems(club: Club) -> None:
+    owner = Owner(club)
+    for body, code in (({"url": "ftp://example.org/x", "events": ["*"]}, "invalid_url"),
+                       ({"url": "http://user:pw@example.org/", "events": ["*"]}, "invalid_url"),
+                       ({"url": "not a url", "events": ["*"]}, "invalid_url"),
+                       ({"url": "http://[zz/", "events": ["*"]}, "invalid_url"),
+                       ({"url": "https://example.invalid/x", "events": ["*"]},
+                        "unresolvable_url"),
+                       ({"url": "https://93.184.215.14/x", "events": ["nope"]},
+                        "invalid_events"),
+                       ({"url": "https://93.184.215.14/x", "events": ["*", "hand_settled"]},
+                        "invalid_events"),
+                       ({"url": "https://93.184.215.14/x", "events": []}, "validation_error"),
+                       ({"url": 3, "events": ["*"]}, "validation_error")):
+        r = club.c.post(f"/v1/clubs/{owner.id}/webhooks", json=body, headers=owner.h())
+        assert r.status_code == 422, (body, r.get_json())
+        assert r.mimetype == "application/problem+json" and r.get_json()["code"] == code
+    viewer = club.c.post(f"/v1/clubs/{owner.id}/tokens", json={"role": "viewer"},
+                         headers=owner.h()).get_json()["token"]
+    for method, path in (("post", "/webhooks"), ("get", "/webhooks"),
+                         ("delete", "/webhooks/wh_x"), ("get", "/webhooks/wh_x/deliveries")):
+        r = getattr(club.c, method)(f"/v1/clubs/{owner.id}{path}", headers=owner.h(viewer),
+                                    json={"url": "https://93.184.215.14/", "events": ["*"]}
+                                    if method == "post" else None)
+        assert r.status_code == 403, (method, path)
+    assert club.c.delete(f"/v1/clubs/{owner.id}/webhooks/wh_x",
+                         headers=owner.h()).status_code == 404
+    assert club.c.get(f"/v1/clubs/{owner.id}/webhooks/wh_x/deliveries",
+                      headers=owner.h()).status_code == 404
+
+
+def test_the_guard_checks_again_at_delivery(club: Club, receiver: Receiver,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Registered while private addresses were allowed, refused when they no longer are
+    (as a host re-resolving to 127.0.0.1 would be): logged `blocked`, nothing sent."""
+    monkeypatch.setenv("LOO_WEBHOOK_ALLOW_PRIVATE", "1")
+    monkeypatch.setenv("LOO_WEBHOOK_RETRY_BASE", "0.2")
+    owner = Owner(club)
+    made = owner.hook(f"http://localhost:{receiver.port}/hook", ["*"])
+    monkeypatch.delenv("LOO_WEBHOOK_ALLOW_PRIVATE")
+    owner.table()
+    deadline = time.monotonic() + DEADLINE
+    while not owner.deliveries(made["id"]):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert owner.deliveries(made["id"])[0]["status"] == "blocked" and receiver.got == []
+
+
+def test_a_secret_is_whsec_base64_of_32_bytes() -> None:
+    secret = wh.endpoint_secret(b"k" * 32, "club_1", "wh_1", "ab" * 16)
+    assert secret.startswith("whsec_") and len(base64.b64decode(secret[6:])) == 32
+    assert secret != wh.endpoint_secret(b"k" * 32, "club_1", "wh_2", "ab" * 16)
+
+
+def test_a_hanging_receiver_times_out_and_never_blocks_another_endpoint(
+        club: Club, receiver: Receiver, private_ok: None,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOO_WEBHOOK_TIMEOUT", "0.5")
+    hang = threading.Event()
+    with socket.socket() as s:  # accepts, reads, never answers
+        s.bind(("127.0.0.1", 0))
+        s.listen(16)
+        port = s.getsockname()[1]
+
+        def swallow() -> None:
+            held = []
+            while not hang.is_set():
+                s.settimeout(0.2)
+                try:
+                    held.append(s.accept()[0])
+                except OSError:
+                    continue
+            for c in held:
+                c.close()
+
+        t = threading.Thread(target=swallow, daemon=True)
+        t.start()
+        owner = Owner(club)
+        stuck = owner.hook(f"http://127.0.0.1:{port}/hook", ["*"])
+        owner.hook(receiver.url, ["*"])
+        owner.table(bots=True, max_hands=1)
+        receiver.wait_for(lambda got: any(json.loads(b)["type"] == "table_closed"
+                                          for _, b in got), "the other endpoint's events")
+        deadline = time.monotonic() + DEADLINE
+        while not any(x["status"] == "timeout" for x in owner.deliveries(stuck["id"])):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        hang.set()
+        t.join(timeout=5)
