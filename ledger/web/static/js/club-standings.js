@@ -12,8 +12,13 @@ const body = document.querySelector('#standings tbody');
 
 const seasons = await readAll('/seasons');
 if (seasons.ok) for (const s of seasons.items) $('filter-season').append(el('option', { value: s.id }, s.name));
-const wanted = new URLSearchParams(location.hash.replace(/^#/, '')).get('season');
-if (wanted && [...$('filter-season').options].some((o) => o.value === wanted)) $('filter-season').value = wanted;
+// A season named in the fragment (#season=ID: the seasons page links here so) is chosen.
+function seasonFromHash() {
+  const wanted = new URLSearchParams(location.hash.replace(/^#/, '')).get('season');
+  if (wanted && [...$('filter-season').options].some((o) => o.value === wanted)) $('filter-season').value = wanted;
+}
+seasonFromHash();
+window.addEventListener('hashchange', () => { seasonFromHash(); load(); });
 
 function filters() {
   const out = {};
