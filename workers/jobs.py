@@ -71,4 +71,13 @@ def time_out(table_id: str, expected_version: int, *, ledger: Ledger | None = No
     from workers.runtime import current_ledger
 
     led = ledger or current_ledger()
-    return led.time_out(table_id, expected_version)
+    job = _current_job()
+    if job is None:
+        return led.time_out(table_id, expected_version)
+    from ledger.observe import bound
+
+    with bound((job.meta or {}).get("request_id")):  # the move that started the clock
+        result = led.time_out(table_id, expected_version)
+        log.info("job %s: timer of table %s at version %d: %s", job.id, table_id,
+                 expected_version, result)
+        return result

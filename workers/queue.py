@@ -304,6 +304,14 @@ def _proc_stat(pid: int) -> tuple[str | None, float | None]:
         return None, None
 
 
+def _meta() -> dict[str, Any] | None:
+    """The request that caused the job: its log lines carry the same id (workers/jobs.py)."""
+    from ledger.observe import request_id
+
+    rid = request_id()
+    return {"request_id": rid} if rid is not None else None
+
+
 class RqDispatcher:
     """Enqueues to RQ with a deterministic job id: a duplicate of a live job is a no-op."""
 
@@ -345,13 +353,10 @@ class RqDispatcher:
 
     def _enqueue(self, func_path: str, args: tuple[Any, ...], jid: str) -> None:
         from ledger.metrics import JOBS_ENQUEUED
-        from ledger.observe import request_id
 
-        # The request that caused the job: its log lines carry the same id (workers/jobs.py).
-        meta = {"request_id": rid} if (rid := request_id()) is not None else None
         self.queue.enqueue(func_path, *args, job_id=jid, unique=True,
                            retry=Retry(max=RETRY_MAX, interval=RETRY_INTERVALS),
-                           description=f"{func_path}{args!r}", meta=meta)
+                           description=f"{func_path}{args!r}", meta=_meta())
         JOBS_ENQUEUED.labels("rq").inc()
 
     def schedule(self, func_path: str, *args: Any, at: float, job_id: str) -> None:
@@ -374,11 +379,12 @@ class RqDispatcher:
             retry = Retry(max=RETRY_MAX, interval=RETRY_INTERVALS)
             if at <= time.time():  # already due (a timer recovered late): no scheduler needed
                 self.queue.enqueue(func_path, *args, job_id=jid, retry=retry,
-                                   description=f"{func_path}{args!r}")
+                                   description=f"{func_path}{args!r}", meta=_meta())
                 return
             # rq keeps whole seconds (it would truncate): round up, never early.
             self.queue.enqueue_at(datetime.fromtimestamp(math.ceil(at), UTC), func_path, *args,
-                                  job_id=jid, retry=retry, description=f"{func_path}{args!r}")
+                                  job_id=jid, retry=retry, description=f"{func_path}{args!r}",
+                                  meta=_meta())
         except redis.RedisError as err:
             log.error("timer %s not scheduled (%s): the reconciler will schedule it", job_id,
                       err)

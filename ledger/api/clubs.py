@@ -497,9 +497,11 @@ class ClubFeedResource(MethodView):
             from ledger.app.feed import ClubSource
 
             led = ledger()
-            return feeds.stream(led, ClubSource(led, club_id,
-                                                {t.table_id for t in loaded.club.tables}),
-                                feeds.start_position(after))
+            source = ClubSource(led, club_id, {t.table_id for t in loaded.club.tables})
+            token, the_clubs = bearer() or "", clubs()
+            source.still_allowed = lambda: the_clubs.role_of(  # type: ignore[attr-defined]
+                the_clubs.load(club_id).club, token) is not None
+            return feeds.stream(led, source, feeds.start_position(after))
         streams = {club_id} | {t.table_id for t in loaded.club.tables}
         led = ledger()
         found: list[Any] = []

@@ -13,6 +13,7 @@ from ledger.api.blueprint import Blueprint
 from ledger.app.audit import audit
 from ledger.app.feed import TableSource, table_events
 from ledger.app.projector import chip_ledger, project, score_sheet
+from ledger.app.service import token_hash
 from ledger.app.views import Viewer, hand_view, live_hand
 from ledger.core.errors import Forbidden, Invalid, NotFound
 from schemas.requests import EventsQuery, ListQuery, ReplayQuery
@@ -109,8 +110,15 @@ class Events(MethodView):
         p = led.load(table_id)
         viewer = viewer_for(p)
         if feeds.wants_sse():
-            return feeds.stream(led, TableSource(led, table_id, viewer),
-                                feeds.start_position(query["after"]))
+            source = TableSource(led, table_id, viewer)
+            if viewer.spectator:  # revocable: the stream ends when it is revoked
+                from ledger.api.clubs import clubs
+
+                token = request.headers.get("Authorization", "").partition(" ")[2].strip()
+                the_clubs = clubs()  # the generator runs outside the app context
+                source.still_allowed = lambda: _still_spectator(  # type: ignore[attr-defined]
+                    led, the_clubs, table_id, token)
+            return feeds.stream(led, source, feeds.start_position(query["after"]))
         after, limit = query["after"], query["limit"]
         # Only events of the state `p` (redaction follows it, and a hand dealt since must not
         # pass as one already complete); `after` past the end reads nothing (and an integer
@@ -120,6 +128,17 @@ class Events(MethodView):
             if after < p.version else []
         return {"events": table_events(led, table_id, stored, viewer, live=live_hand(p.table)),
                 "next": stored[-1].version if stored else after}
+
+
+def _still_spectator(led: Any, the_clubs: Any, table_id: str, token: str) -> bool:
+    """A spectator's token (or its club's viewer token) still opens the table."""
+    t = led.load(table_id).table
+    digest = token_hash(token)
+    if any(h == digest for _, h in t.spectators):
+        return True
+    if t.club is None:
+        return False
+    return the_clubs.role_of(the_clubs.load(t.club).club, token) is not None
 
 
 @blp.route("/<table_id>/ledger")

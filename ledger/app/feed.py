@@ -35,6 +35,8 @@ from ledger.store.base import EventStore, StoredEvent
 log = logging.getLogger(__name__)
 
 PAGE = 1000  # events per store read
+# Events after which a stream checks that its token still opens it (revoked: it ends).
+REVOKING = frozenset({"token_revoked", "spectator_revoked"})
 CHECKPOINT_WAIT = 2.0  # seconds a settled head's checkpoint may trail its event
 
 
@@ -334,6 +336,11 @@ def follow(source: Source, hub: Hub, after: int, config: FeedConfig,
                 caught_up = False
                 continue
             events, floor = got, None
+        if events and any(e.type in REVOKING for e in events):
+            check = getattr(source, "still_allowed", None)
+            if check is not None and not check():
+                yield b": the token was revoked\n\n"
+                return
         if events:
             frames = source.render(events)
             last = max(last, events[-1].position)

@@ -164,44 +164,80 @@ class Sent:
         return isinstance(self.status, int) and 200 <= self.status < 300
 
 
+class Sender:
+    """POSTs of one delivery run to one endpoint: the URL is checked (resolved again) when
+    the run starts and whenever its connection failed, and the connection goes to the
+    address checked; a keep-alive connection carries the run's POSTs one after the other."""
+
+    def __init__(self, url: str, config: WebhookConfig) -> None:
+        self.url, self.config = url, config
+        parts = urlsplit(url)
+        self.path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self.https = parts.scheme == "https"
+        self.pool: Any = None
+        self.host = ""
+
+    def _connect(self) -> bool:
+        import urllib3
+
+        try:
+            host, port, address = check_url(self.url, self.config.allow_private)
+        except UrlRefused:
+            return False
+        timeout = urllib3.Timeout(connect=self.config.timeout, read=self.config.timeout)
+        kwargs: dict[str, Any] = {"timeout": timeout, "retries": False, "maxsize": 1}
+        if self.https:
+            self.pool = urllib3.HTTPSConnectionPool(address, port, server_hostname=host,
+                                                    assert_hostname=host, **kwargs)
+        else:
+            self.pool = urllib3.HTTPConnectionPool(address, port, **kwargs)
+        self.host = host if port == (443 if self.https else 80) else f"{host}:{port}"
+        return True
+
+    def post(self, headers: dict[str, str], body: bytes) -> Sent:
+        import urllib3
+
+        start = time.monotonic()
+
+        def took() -> int:
+            return int((time.monotonic() - start) * 1000)
+
+        if self.pool is None and not self._connect():
+            return Sent("blocked", took())
+        try:
+            resp = self.pool.urlopen("POST", self.path, body=body,
+                                     headers={**headers, "Host": self.host}, redirect=False,
+                                     preload_content=False)
+            resp.read(65536)  # enough to finish; the answer's body is not kept
+            resp.release_conn()
+            return Sent(resp.status, took())
+        except urllib3.exceptions.NewConnectionError:  # (a ConnectTimeoutError subclass too)
+            return self._failed("refused", took())
+        except urllib3.exceptions.TimeoutError:
+            return self._failed("timeout", took())
+        except urllib3.exceptions.HTTPError:
+            return self._failed("error", took())
+
+    def _failed(self, status: str, ms: int) -> Sent:
+        self.close()
+        return Sent(status, ms)
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
+
+
 def post(url: str, headers: dict[str, str], body: bytes, config: WebhookConfig) -> Sent:
     """One POST to the address checked just now (no redirects followed, strict timeouts)."""
-    import urllib3
-
-    start = time.monotonic()
-
-    def took() -> int:
-        return int((time.monotonic() - start) * 1000)
-
+    sender = Sender(url, config)
     try:
-        host, port, address = check_url(url, config.allow_private)
-    except UrlRefused:
-        return Sent("blocked", took())
-    parts = urlsplit(url)
-    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    timeout = urllib3.Timeout(connect=config.timeout, read=config.timeout)
-    kwargs: dict[str, Any] = {"timeout": timeout, "retries": False, "maxsize": 1}
-    if parts.scheme == "https":
-        pool: Any = urllib3.HTTPSConnectionPool(address, port, server_hostname=host,
-                                                assert_hostname=host, **kwargs)
-    else:
-        pool = urllib3.HTTPConnectionPool(address, port, **kwargs)
-    default_port = 443 if parts.scheme == "https" else 80
-    headers = {**headers, "Host": host if port == default_port else f"{host}:{port}"}
-    try:
-        resp = pool.urlopen("POST", path, body=body, headers=headers, redirect=False,
-                            preload_content=False)
-        resp.read(65536)  # enough to finish; the answer's body is not kept
-        resp.release_conn()
-        return Sent(resp.status, took())
-    except urllib3.exceptions.NewConnectionError:  # (a ConnectTimeoutError subclass too)
-        return Sent("refused", took())
-    except urllib3.exceptions.TimeoutError:
-        return Sent("timeout", took())
-    except urllib3.exceptions.HTTPError:
-        return Sent("error", took())
+        return sender.post(headers, body)
     finally:
-        pool.close()
+        sender.close()
+
+
+FLUSH_EVERY, FLUSH_SECONDS = 50, 0.5  # delivered events between cursor and log writes
 
 
 # ---- delivery ------------------------------------------------------------------------------
@@ -240,6 +276,19 @@ def deliver(ledger: Ledger, club: cl.Club, club_id: str, webhook_id: str,
         return Run(0, state="busy")
     position, attempt, due = row["position"], row["attempt"], row["retry_at"]
     delivered, lost = 0, False
+    log_rows: list[dict[str, Any]] = []
+    sender = Sender(hook.url, config)
+    flushed_at = time.monotonic()
+
+    def flush(until: float | None) -> bool:
+        """The attempts so far and the cursor, in one write each (not one per event)."""
+        nonlocal flushed_at
+        if log_rows:
+            store.webhook_log(webhook_id, list(log_rows))
+            log_rows.clear()
+        flushed_at = time.monotonic()
+        return store.webhook_save(webhook_id, owner, position, attempt, due, until)
+
     try:
         if due is not None and now() < due:
             return Run(0, due, "retry")
@@ -266,9 +315,9 @@ def deliver(ledger: Ledger, club: cl.Club, club_id: str, webhook_id: str,
                            "webhook-timestamp": str(stamp),
                            "webhook-signature": sign(secret, msg_id, stamp, body),
                            "user-agent": "loo-ledger-webhooks/1"}
-                sent = post(hook.url, headers, body, config)
+                sent = sender.post(headers, body)
                 attempt += 1
-                store.webhook_log(webhook_id, {
+                log_rows.append({
                     "message_id": msg_id, "event": s.type, "position": s.position,
                     "stream": doc["stream"], "status": sent.status, "attempt": attempt,
                     "duration_ms": sent.duration_ms,
@@ -278,10 +327,15 @@ def deliver(ledger: Ledger, club: cl.Club, club_id: str, webhook_id: str,
                     return Run(delivered, due, "retry")
                 position, attempt = s.position, 0
                 delivered += 1
-                if not store.webhook_save(webhook_id, owner, position, 0, None, now() + LEASE):
-                    lost = True  # another run took the endpoint over: stop here
-                    return Run(delivered, state="busy")
-            store.webhook_save(webhook_id, owner, position, attempt, None, now() + LEASE)
+                if len(log_rows) >= FLUSH_EVERY or \
+                        time.monotonic() - flushed_at >= FLUSH_SECONDS:
+                    if not flush(now() + LEASE):
+                        lost = True  # another run took the endpoint over: stop here
+                        return Run(delivered, state="busy")
+            if not flush(now() + LEASE):
+                lost = True
+                return Run(delivered, state="busy")
     finally:
-        if not lost:  # release the lease, keeping where this run got to
-            store.webhook_save(webhook_id, owner, position, attempt, due, None)
+        sender.close()
+        if not lost:  # write what is left and release the lease, keeping where it got to
+            flush(None)

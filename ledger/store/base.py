@@ -159,8 +159,8 @@ class EventStore(Protocol):
 
     def webhook_cursor(self, webhook_id: str) -> dict[str, Any] | None: ...
 
-    def webhook_log(self, webhook_id: str, row: dict[str, Any]) -> None:
-        """Append one delivery attempt to the endpoint's log."""
+    def webhook_log(self, webhook_id: str, rows: list[dict[str, Any]]) -> None:
+        """Append delivery attempts to the endpoint's log, in one write."""
         ...
 
     def webhook_deliveries(self, webhook_id: str, offset: int, limit: int,

@@ -159,9 +159,9 @@ class MemoryStore:
             row = self._cursors.get(webhook_id)
             return dict(row) if row else None
 
-    def webhook_log(self, webhook_id: str, row: dict[str, Any]) -> None:
+    def webhook_log(self, webhook_id: str, rows: list[dict[str, Any]]) -> None:
         with self._lock:
-            self._deliveries.setdefault(webhook_id, []).append(dict(row))
+            self._deliveries.setdefault(webhook_id, []).extend(dict(r) for r in rows)
 
     def webhook_deliveries(self, webhook_id: str, offset: int, limit: int,
                            ) -> list[dict[str, Any]]:

@@ -395,10 +395,10 @@ class PostgresStore:
                                " WHERE webhook_id = %s", (webhook_id,)).fetchone()
         return dict(zip(_WEBHOOK_KEYS, row, strict=True)) if row else None
 
-    def webhook_log(self, webhook_id: str, row: dict[str, Any]) -> None:
-        with self._conn() as conn:
-            conn.execute("INSERT INTO webhook_deliveries (webhook_id, data) VALUES (%s, %s)",
-                         (webhook_id, canonical_json(row)))
+    def webhook_log(self, webhook_id: str, rows: list[dict[str, Any]]) -> None:
+        with self._conn() as conn, conn.transaction(), conn.cursor() as cur:
+            cur.executemany("INSERT INTO webhook_deliveries (webhook_id, data) VALUES (%s, %s)",
+                            [(webhook_id, canonical_json(r)) for r in rows])
 
     def webhook_deliveries(self, webhook_id: str, offset: int, limit: int,
                            ) -> list[dict[str, Any]]:

@@ -284,10 +284,12 @@ class SqliteStore:
                                " WHERE webhook_id = ?", (webhook_id,)).fetchone()
         return dict(zip(_WEBHOOK_KEYS, row, strict=True)) if row else None
 
-    def webhook_log(self, webhook_id: str, row: dict[str, Any]) -> None:
+    def webhook_log(self, webhook_id: str, rows: list[dict[str, Any]]) -> None:
         with self._conn() as conn:
-            conn.execute("INSERT INTO webhook_deliveries (webhook_id, data) VALUES (?, ?)",
-                         (webhook_id, canonical_json(row)))
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany("INSERT INTO webhook_deliveries (webhook_id, data) VALUES (?, ?)",
+                             [(webhook_id, canonical_json(r)) for r in rows])
+            conn.execute("COMMIT")
 
     def webhook_deliveries(self, webhook_id: str, offset: int, limit: int,
                            ) -> list[dict[str, Any]]:

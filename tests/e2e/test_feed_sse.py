@@ -268,3 +268,30 @@ def test_loo_tail_prints_one_line_per_event_of_a_club(tmp_path: Path) -> None:
         assert [int(x[0]) for x in lines] == [e["position"] for e in expected]
         assert [x[1] for x in lines] == [e["stream"] for e in expected]
         assert [x[3] for x in lines] == [e["type"] for e in expected]
+
+
+def test_a_stream_ends_when_its_token_is_revoked(tmp_path: Path) -> None:
+    with serving(cwd=tmp_path, DATABASE_URL=f"sqlite:///{tmp_path}/loo.db",
+                 LOO_RATE_LIMITS="off", LOO_SSE_KEEPALIVE="0.3") as base:
+        club = new_club(base)
+        status, _, viewer = call(base, "POST", f"/v1/clubs/{club[0]}/tokens", club[1],
+                                 {"role": "viewer", "label": "screen"})
+        assert status == 201
+        table = new_table(base)
+        status, _, spectator = call(base, "POST", f"/v1/tables/{table['id']}/spectators",
+                                    table["admin_token"], {"label": "screen"})
+        assert status == 201
+        streams = [open_stream(f"{base}/v1/clubs/{club[0]}/events", viewer["token"],
+                               timeout=10),
+                   open_stream(f"{base}/v1/tables/{table['id']}/events", spectator["token"],
+                               timeout=10)]
+        for _, resp in streams:
+            resp.readline()  # started
+        call(base, "DELETE", f"/v1/clubs/{club[0]}/tokens/{viewer['id']}", club[1])
+        call(base, "DELETE", f"/v1/tables/{table['id']}/spectators/{spectator['id']}",
+             table["admin_token"])
+        for conn, resp in streams:
+            seen = list(frames(resp))  # ends (the server closes it), no hang
+            assert seen[-1].comment == "the token was revoked"
+            assert all(f.event not in ("token_revoked", "spectator_revoked") for f in seen)
+            conn.close()
