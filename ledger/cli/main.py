@@ -102,7 +102,7 @@ DEFAULT_THREADS = 3
               help="more than 1: that many gunicorn worker processes")
 @click.option("--threads", default=DEFAULT_THREADS, type=click.IntRange(1, 64),
               show_default=True, help="request threads per gunicorn worker process "
-              "(with --workers > 1)")
+              "(slow clients never hold one: requests are read first)")
 @click.option("--streams", default=None, type=click.IntRange(1, 10_000),
               help="open event streams (SSE) per process at most, on threads of their own "
               "beyond --threads, so listeners never take the request threads; more are "
@@ -150,22 +150,13 @@ def _serve(host: str, port: int, workers: int, threads: int, streams: int | None
     jobs = f"RQ queue {s.queue_name!r}" if s.redis_url else "in-process"
     click.echo(f"loo: starting on http://{host}:{port}, store {redact(s.database_url)}, "
                f"jobs {jobs}, {workers} process(es)"
-               + (f" x {threads} threads" if workers > 1 else ""), err=True)
-    if workers > 1:
-        container.close()  # each gunicorn worker composes its own after the fork
-        GunicornApp(s, {"bind": f"{host}:{port}", "workers": workers,
-                        "threads": threads + streams}).run()
-        return
-    from werkzeug.serving import run_simple
-
-    from ledger.api.app import create_app
-
-    if s.log_format == "json":  # the app's own access lines replace werkzeug's
-        logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    recover_timers_in_background(container)
-    app = create_app(container)
-    start_webhooks(container)
-    run_simple(host, port, app, threaded=True)
+               + f" x {threads} threads", err=True)
+    # gunicorn always, the embedded default's single process included: its worker reads
+    # each request on its event loop before a thread runs it, so slow clients are shed
+    # (ledger/serve/gunicorn_worker.py), where a development server gave each its thread.
+    container.close()  # each gunicorn worker composes its own after the fork
+    GunicornApp(s, {"bind": f"{host}:{port}", "workers": workers,
+                    "threads": threads + streams}).run()
 
 
 def start_webhooks(container: Any) -> None:

@@ -1,4 +1,15 @@
-"""gunicorn for `loo serve --workers N`: a balanced gthread worker and a lean access log.
+"""gunicorn for `loo serve`: a gthread worker that sheds slow clients and balances, and a
+lean access log.
+
+Slow clients. gunicorn's gthread hands a connection to a request thread as soon as it is
+readable, and the thread then reads the request head and body at whatever pace the client
+sends them: six clients trickling a byte a second held every thread of a 2 x 3 server and
+took the whole API down. BalancedThreadWorker reads each request's head (and a body up to
+BUFFER_BODY_MAX) on its event loop first, without blocking, and hands the connection to a
+thread only once the request has fully arrived; a client that has not sent it within
+LOO_REQUEST_READ_SECONDS (default 10) is disconnected. Threads then only ever run requests
+that are ready, however many clients trickle. (A chunked body, or one over the buffer, is
+read by the thread as before: the body cap answers 413 on its announced length first.)
 
 Every worker polls the one listening socket, and a keep-alive connection stays with the
 worker that accepted it. When clients connect in a burst, whichever worker is quickest
@@ -16,18 +27,47 @@ connection never waits on a worker that went idle.
 
 from __future__ import annotations
 
+import errno
 import mmap
 import multiprocessing
 import os
+import re
+import selectors
 import struct
 import time
+from functools import partial
 from typing import Any
 
 from gunicorn.glogging import Logger
-from gunicorn.workers.gthread import ThreadWorker
+from gunicorn.workers.gthread import TConn, ThreadWorker
 
 BALANCE_RECHECK = 0.005  # seconds: how soon a worker held back for balance looks again
 _SLOT = struct.Struct("qq")  # a worker's pid and its open connections
+HEAD_MAX = 64 * 1024  # a head this long and unfinished goes to the parser, which refuses it
+BUFFER_BODY_MAX = 1024 * 1024  # bodies up to this are read on the event loop too
+_CONTENT_LENGTH = re.compile(rb"\r\ncontent-length[ \t]*:[ \t]*(\d+)", re.IGNORECASE)
+_CHUNKED = re.compile(rb"\r\ntransfer-encoding[ \t]*:", re.IGNORECASE)
+
+
+def read_seconds() -> float:
+    """How long a client may take to send a whole request (head and buffered body)."""
+    try:
+        return max(0.1, float(os.environ.get("LOO_REQUEST_READ_SECONDS", "10")))
+    except ValueError:
+        return 10.0
+
+
+def request_arrived(buf: bytes | bytearray) -> bool:
+    """Whether `buf` holds a whole request head and its body (or all the loop will read)."""
+    end = buf.find(b"\r\n\r\n")
+    if end < 0:
+        return len(buf) > HEAD_MAX
+    head = bytes(buf[:end + 2])
+    if _CHUNKED.search(head):
+        return True
+    m = _CONTENT_LENGTH.search(head)
+    length = int(m.group(1)) if m else 0
+    return length > BUFFER_BODY_MAX or len(buf) - (end + 4) >= length
 
 
 def _alive(pid: int) -> bool:
@@ -91,6 +131,8 @@ class BalancedThreadWorker(ThreadWorker):  # type: ignore[misc]
         counts = getattr(self.app, "connection_counts", None)  # set by GunicornApp
         self.counts = counts if isinstance(counts, ConnectionCounts) else None
         self.held_back = False  # by balance alone: look again soon
+        self.reading: dict[TConn, tuple[bytearray, float]] = {}  # (bytes so far, deadline)
+        self.read_seconds = read_seconds()
 
     def init_process(self) -> None:
         if self.counts is not None and not self.counts.claim():
@@ -112,7 +154,104 @@ class BalancedThreadWorker(ThreadWorker):  # type: ignore[misc]
             self.counts.publish(self.nr_conns)  # closed by the loop (keep-alive timeouts)
             if self.held_back:
                 timeout = min(timeout, BALANCE_RECHECK)
+        if self.reading:
+            timeout = min(timeout, max(0.0, min(d for _, d in self.reading.values())
+                                       - time.monotonic()) + 0.01)
         super().wait_for_and_dispatch_events(timeout)
+        self._shed_slow_clients()
+
+    # ---- requests read on the event loop (slow clients never hold a thread) -------------
+    def accept(self, listener: Any) -> None:
+        if self.cfg.is_ssl:
+            super().accept(listener)
+            return
+        try:
+            client_sock, client_addr = listener.accept()
+        except OSError as e:
+            if e.errno not in (errno.EAGAIN, errno.ECONNABORTED, errno.EWOULDBLOCK):
+                raise
+            return
+        self.nr_conns += 1
+        conn = TConn(self.cfg, client_sock, client_addr, listener.getsockname())
+        self._read_request(conn)
+        self._update_accepting()
+
+    def on_client_socket_readable(self, conn: Any, client: Any) -> None:
+        if self.cfg.is_ssl:
+            super().on_client_socket_readable(conn, client)
+            return
+        self.poller.unregister(client)  # a keep-alive connection's next request
+        self.keepalived_conns.remove(conn)
+        self._read_request(conn)
+
+    def _read_request(self, conn: Any) -> None:
+        conn.sock.setblocking(False)
+        self.reading[conn] = (bytearray(), time.monotonic() + self.read_seconds)
+        self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._on_bytes, conn))
+
+    def _on_bytes(self, conn: Any, _client: Any) -> None:
+        buf, _deadline = self.reading[conn]
+        try:
+            chunk = conn.sock.recv(65536)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:  # the client went away before its request was whole
+            self._forget(conn)
+            return
+        buf += chunk
+        if request_arrived(buf):
+            self.poller.unregister(conn.sock)
+            del self.reading[conn]
+            conn.prebuffered = bytes(buf)
+            conn.data_ready = True
+            self.enqueue_req(conn)
+
+    def _forget(self, conn: Any) -> None:
+        try:
+            self.poller.unregister(conn.sock)
+        except (OSError, KeyError, ValueError):
+            pass
+        self.reading.pop(conn, None)
+        self.nr_conns -= 1
+        conn.close()
+        self._update_accepting()
+
+    def _shed_slow_clients(self) -> None:
+        now = time.monotonic()
+        for conn in [c for c, (_, deadline) in self.reading.items() if deadline <= now]:
+            self.log.info("closed a connection whose request did not arrive within %.1fs",
+                          self.read_seconds)
+            self._forget(conn)
+
+    def load_wsgi(self) -> None:
+        """The app, wrapped so that an answer with `Connection: close` (a 413 whose body was
+        never read) closes the connection: gunicorn drops the app's hop-by-hop headers and
+        would keep it alive, draining gigabytes the client announced."""
+        super().load_wsgi()
+        app = self.wsgi
+
+        def closing(environ: dict[str, Any], start_response: Any) -> Any:
+            def start(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+                if any(k.lower() == "connection" and v.lower() == "close" for k, v in headers):
+                    response = getattr(start_response, "__self__", None)  # gunicorn's Response
+                    if response is not None:
+                        response.force_close()
+                return start_response(status, headers, exc_info)
+
+            return app(environ, start)
+
+        self.wsgi = closing
+
+    def handle(self, conn: Any) -> Any:  # a request thread
+        buf = getattr(conn, "prebuffered", None)
+        if buf:
+            conn.prebuffered = None
+            conn.sock.setblocking(True)
+            conn.init()
+            conn.parser.unreader.unread(buf)
+        return super().handle(conn)
 
     def _update_accepting(self) -> None:
         if self.alive:  # a stopping worker has stopped accepting for good (run())

@@ -212,3 +212,51 @@ def test_a_body_over_the_cap_is_413_at_once_and_the_connection_closes(
         assert fetch(url + "/healthz")[0] == 200  # the server is free for others
         status, _, page = fetch(url + "/v1/tables?limit=1")
         assert status in (200, 404, 405)  # whatever the listing says, nothing was created
+
+
+# ---- slow clients: a trickled request never holds a request thread --------------------------
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_fifty_trickling_clients_neither_hold_the_server_nor_stay_connected(
+        tmp_path: Path, workers: str) -> None:
+    """50 clients sending their request a few bytes at a time: /healthz and a real request
+    still answer within a second each, and the server closes every slow connection once its
+    time to send the request (LOO_REQUEST_READ_SECONDS) is up."""
+    with serving("--workers", workers, cwd=tmp_path, LOO_REQUEST_READ_SECONDS="3") as url:
+        host, port = url.removeprefix("http://").split(":")
+        slow = []
+        for i in range(50):
+            s = socket.create_connection((host, int(port)), timeout=10)
+            s.sendall(b"POST /v1/tables HTTP/1.1\r\nHost: x\r\n")  # and then, very slowly...
+            slow.append(s)
+        opened = time.monotonic()
+        for s in slow:
+            s.sendall(b"X-")
+        for _ in range(3):
+            start = time.monotonic()
+            assert fetch(url + "/healthz")[0] == 200
+            status, _, body = fetch(url + "/v1/tables", {"seats": [{"name": n} for n in "ABC"]})
+            assert status == 201, body
+            assert time.monotonic() - start < 1.0
+        # Every slow connection is closed by the server: its recv sees EOF (or a reset).
+        for s in slow:
+            s.settimeout(max(0.5, opened + 3 + 5 - time.monotonic()))
+            try:
+                while s.recv(4096):
+                    pass
+            except ConnectionResetError:
+                pass
+            s.close()
+        assert time.monotonic() - opened < 3 + 5
+
+
+def test_a_request_sent_in_pieces_within_the_time_is_served(tmp_path: Path) -> None:
+    with serving(cwd=tmp_path, LOO_REQUEST_READ_SECONDS="5") as url:
+        host, port = url.removeprefix("http://").split(":")
+        body = json.dumps({"seats": [{"name": n} for n in "ABC"]}).encode()
+        request = (b"POST /v1/tables HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                   b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        with socket.create_connection((host, int(port)), timeout=10) as s:
+            for i in range(0, len(request), 7):
+                s.sendall(request[i:i + 7])
+            answer = s.recv(65536)
+        assert answer.startswith(b"HTTP/1.1 201 "), answer[:200]
