@@ -224,7 +224,7 @@ def test_fifty_trickling_clients_neither_hold_the_server_nor_stay_connected(
     with serving("--workers", workers, cwd=tmp_path, LOO_REQUEST_READ_SECONDS="3") as url:
         host, port = url.removeprefix("http://").split(":")
         slow = []
-        for i in range(50):
+        for _ in range(50):
             s = socket.create_connection((host, int(port)), timeout=10)
             s.sendall(b"POST /v1/tables HTTP/1.1\r\nHost: x\r\n")  # and then, very slowly...
             slow.append(s)

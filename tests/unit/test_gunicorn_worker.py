@@ -45,6 +45,7 @@ def _worker(threads: int, counts: Any = None) -> Any:
     w.counts, w.held_back = counts, False
     w.alive, w.in_flight, w.nr_conns, w.worker_connections = True, 0, 0, 1000
     w._accepting = False
+    w.reading, w.read_seconds = {}, 10.0
     w.tpool = Pool()
     w.method_queue = SimpleNamespace(defer=lambda fn, *args: None)
     w.poller = SimpleNamespace(registered=set(), register=lambda s, *a: w.poller.registered.add(s),
@@ -213,3 +214,19 @@ def test_serve_logs_access_through_the_lean_logger():
     # JSON logs (the default): the app writes each access line itself, gunicorn none.
     json_logs = GunicornApp(Settings(database_url="sqlite:///:memory:"), {"bind": "127.0.0.1:0"})
     assert json_logs.cfg.accesslog is None
+
+
+def test_a_request_has_arrived_once_its_head_and_announced_body_have():
+    from ledger.serve.gunicorn_worker import BUFFER_BODY_MAX, HEAD_MAX, request_arrived
+
+    head = b"POST /v1/tables HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n"
+    assert not request_arrived(head[:20])
+    assert not request_arrived(head) and not request_arrived(head + b"abc")
+    assert request_arrived(head + b"abcde")
+    assert request_arrived(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert request_arrived(b"POST / HTTP/1.1\r\ncontent-length : 0\r\n\r\n")
+    # What the thread reads itself: chunked bodies, bodies over the buffer, endless heads.
+    assert request_arrived(b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n")
+    big = f"POST / HTTP/1.1\r\nContent-Length: {BUFFER_BODY_MAX + 1}\r\n\r\n".encode()
+    assert request_arrived(big)
+    assert request_arrived(b"GET / HTTP/1.1\r\nX: " + b"a" * HEAD_MAX)
