@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ledger.core.rules.bots import POLICIES, Policy, expert
 from ledger.core.rules.tournament import Timing, mean_ci, play_table
@@ -115,3 +116,113 @@ def _fmt(ci: tuple[float, float, float]) -> str:
 
 if __name__ == "__main__":
     run(int(sys.argv[1]) if len(sys.argv) > 1 else 2000)
+
+
+# ---- bot replies through RQ vs in-process ------------------------------------------------
+
+def _reply_times(ledger: Any, moves: int, wait: Callable[[str, int], bool]) -> list[float]:
+    """Seconds from a person's move (seat 0; three heuristic bots) until the first bot move
+    after it is visible in the store; moves after which no bot is to act are not counted."""
+    from ledger.core import commands as c
+    from ledger.core.rules.legal import legal_actions
+
+    seats = (("Ann", None),) + tuple((f"Bot {i}", "heuristic") for i in (1, 2, 3))
+    table_id, _tokens, _p = ledger.create_table(c.CreateTable(
+        variant="loo", scoring="pool", seats=seats, first_dealer=0, deal="shuffled",
+        options={"max_hands": 100_000}))
+    out: list[float] = []
+    for _ in range(moves * 4):
+        if len(out) >= moves:
+            break
+        wait(table_id, 0)  # the bots have played up to Ann's turn
+        p = ledger.load(table_id)
+        h = p.table.hand
+        assert h is not None and h.turn == 0, "Ann is not to act"
+        start = time.perf_counter()
+        done = ledger.execute(table_id, c.Act(legal_actions(h, 0)[0]), expected_version=p.version)
+        if ledger.load(table_id).table.hand.turn == 0 and not any(
+                (s.causation or "").startswith("bot:") for s in done.stored):
+            continue  # Ann acts again (she won the trick): no bot reply to time
+        # In-process the reply came in the move's own append; through RQ a worker's job.
+        if wait(table_id, p.version):
+            out.append(time.perf_counter() - start)
+    return out
+
+
+def _reply(ledger: Any, table_id: str, version: int) -> bool | None:
+    """True once a bot moved after `version`; False if Ann is to act again without one (a
+    new hand she opens); None while neither."""
+    after = ledger.store.load(table_id, after_version=version)
+    if any((s.causation or "").startswith("bot:") for s in after):
+        return True
+    return False if len(after) > 1 and _ann_to_act(ledger, table_id) else None
+
+
+def _ann_to_act(ledger: Any, table_id: str) -> bool:
+    p = ledger.load(table_id)
+    return p.table.hand is not None and p.table.live and p.table.hand.turn == 0
+
+
+def bot_replies(database_url: str, redis_url: str, moves: int = 60,
+                out: Callable[[str], None] = print) -> float:
+    """p99 of the bot reply time in-process and through RQ with one `loo worker`, one run;
+    prints and returns `bot_reply_p99_vs_inprocess` (in-process p99 / RQ p99)."""
+    import uuid
+
+    import psycopg
+
+    from bench.api import in_schema
+    from bench.workers import _start_worker, _stop, _until, purge_queue
+    from ledger.app.service import Ledger
+    from ledger.bootstrap import Settings, open_database
+    from workers.queue import InlineDispatcher, RqDispatcher, make_queue
+
+    schema = f"loo_bench_bots_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    admin_url, url = database_url, in_schema(database_url, schema)
+    store = open_database(Settings(database_url=url))
+    queue = make_queue(redis_url, f"loo-bench-bots-{uuid.uuid4().hex[:12]}")
+    proc = None
+    try:
+        inline = InlineDispatcher()
+        local = Ledger(store, inline)
+        inline.bind(ledger=local)
+
+        def visible(led: Any) -> Callable[[str, int], bool]:
+            def wait(table_id: str, version: int) -> bool:
+                if version == 0:
+                    _until(lambda: _ann_to_act(led, table_id), "Ann's turn")
+                    return True
+                found: list[bool] = []
+
+                def seen() -> bool:
+                    got = _reply(led, table_id, version)
+                    if got is not None:
+                        found.append(got)
+                    return got is not None
+
+                _until(seen, "a bot's reply")
+                return found[0]
+            return wait
+
+        local_t = _reply_times(local, moves, visible(local))
+        remote = Ledger(store, RqDispatcher(queue))
+        proc = _start_worker(url, redis_url, queue)
+        rq_t = _reply_times(remote, moves, visible(remote))
+    finally:
+        if proc is not None:
+            _stop(proc)
+        purge_queue(queue)
+        queue.connection.close()
+        store.close()
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+    lp99, rp99 = _pct(local_t, 0.99) * 1000, _pct(rq_t, 0.99) * 1000
+    out(f"bot reply after a person's move (3 heuristic bots, PostgreSQL), {len(local_t)} and "
+        f"{len(rq_t)} moves: in-process p50 {_pct(local_t, 0.5) * 1000:.1f} ms, p99 "
+        f"{lp99:.1f} ms; RQ with one `loo worker` p50 {_pct(rq_t, 0.5) * 1000:.1f} ms, "
+        f"p99 {rp99:.1f} ms")
+    ratio = lp99 / rp99 if rp99 else float("nan")
+    out(f"ratio bot_reply_p99_vs_inprocess {ratio:.2f} target 0.5")
+    return ratio

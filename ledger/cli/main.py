@@ -373,11 +373,23 @@ def bench_engine(seconds: float) -> None:
 @click.option("--budget-ms", type=click.FloatRange(min=1), default=None,
               help="the expert's time budget a move [default: none: exactly --samples "
                    "guesses, so the run is reproducible]")
-def bench_bots(hands: int, samples: int, budget_ms: float | None) -> None:
-    """Bots: duplicate matches expert/heuristic/random, chips per hand with 95% CIs."""
+@click.option("--database-url", envvar="DATABASE_URL", default=None,
+              help="with --redis-url: also time bot replies through RQ against in-process "
+              "on this PostgreSQL database [default: $DATABASE_URL]")
+@click.option("--redis-url", envvar="REDIS_URL", default=None, help="[default: $REDIS_URL]")
+def bench_bots(hands: int, samples: int, budget_ms: float | None, database_url: str | None,
+               redis_url: str | None) -> None:
+    """Bots: duplicate matches expert/heuristic/random, chips per hand with 95% CIs; with
+    PostgreSQL and Redis, the bot reply time through RQ against in-process."""
     bots = bench_module("bots")
 
     bots.run(hands=hands, budget_ms=budget_ms, samples=samples, out=click.echo)
+    s = Settings.from_env({"DATABASE_URL": database_url or "", "REDIS_URL": redis_url or ""})
+    if s.redis_url is None or not s.database_url.startswith("postgres"):
+        click.echo("bot replies through RQ: not measured (needs a postgresql:// DATABASE_URL "
+                   "and REDIS_URL)")
+        return
+    bots.bot_replies(s.database_url, s.redis_url, out=click.echo)
 
 
 @bench.command("store")

@@ -91,3 +91,17 @@ def test_bench_feed_prints_its_ratio_and_cleans_up(pg_url: str, backend: str) ->
     assert _ratios(lines)["feed_vs_poll"] >= 0  # 0 only when nothing arrived (a busy CI)
     assert any(line.startswith("SSE: ") for line in lines)
     assert _schemas(pg_url, "loo_bench_feed_%") == []
+
+
+@pytest.mark.redis
+def test_bench_bots_times_bot_replies_through_rq_and_in_process(pg_url: str,
+                                                               redis_url: str) -> None:
+    from bench import bots
+
+    lines: list[str] = []
+    ratio = bots.bot_replies(pg_url, redis_url, moves=8, out=lines.append)
+    assert "bot_reply_p99_vs_inprocess" in _ratios(lines)
+    assert ratio > 0 and lines[0].startswith("bot reply after a person's move")
+    leftovers = list(redis.Redis.from_url(redis_url).scan_iter(match="*loo-bench-bots-*"))
+    assert leftovers == []
+    assert _schemas(pg_url, "loo_bench_bots_%") == []
