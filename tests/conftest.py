@@ -7,6 +7,13 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Property tests check what is true, not how fast: no per-example deadline (on a loaded
+# 2-core machine one slow example would fail a true property), same example budget.
+settings.register_profile("loo", deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("loo")
 
 PG_ADMIN_URL = os.environ.get("LOO_TEST_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/test")
 REDIS_BASE_URL = os.environ.get("LOO_TEST_REDIS_URL", "redis://127.0.0.1:6379")

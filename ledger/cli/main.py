@@ -19,7 +19,7 @@ import click
 from gunicorn.app.base import BaseApplication
 
 from ledger.bootstrap import ConfigError, Settings, bootstrap, one_line, open_database, redact
-from ledger.store.base import StoreUnavailable
+from ledger.store.base import StoreError, StoreUnavailable
 
 log = logging.getLogger("ledger.cli")
 
@@ -322,11 +322,34 @@ def db() -> None:
 
 
 @db.command("upgrade")
-def db_upgrade() -> None:
-    """Create or migrate the event store schema at DATABASE_URL."""
+@click.option("--service-role", default=None, metavar="ROLE",
+              help="PostgreSQL: also create ROLE (if missing) for the service to connect as, "
+                   "allowed to read and append only (its password: $LOO_SERVICE_PASSWORD)")
+def db_upgrade(service_role: str | None) -> None:
+    """Create or migrate the event store schema at DATABASE_URL (as the database owner).
+
+    With --service-role, the service then connects as that role: it can read and append
+    events but never rewrite them, nor drop or disable the triggers that keep them
+    append-only. An applied migration edited since is refused.
+    """
     s = settings()
     store = open_database(s)
-    store.close()
+    try:
+        if service_role is not None:
+            from ledger.store.postgres import PostgresStore
+
+            if not isinstance(store, PostgresStore):
+                raise ConfigError("--service-role: roles exist on PostgreSQL only "
+                                  "(DATABASE_URL is not a postgresql:// URL)")
+            try:
+                store.grant_service_role(service_role,
+                                         os.environ.get("LOO_SERVICE_PASSWORD") or None)
+            except StoreError as err:
+                raise ConfigError(f"--service-role: {err}") from None
+            click.echo(f"service role {service_role}: SELECT and INSERT on the events; "
+                       "connect the service as it")
+    finally:
+        store.close()
     click.echo(f"event store ready: {redact(s.database_url)}")
 
 

@@ -47,7 +47,9 @@ from functools import lru_cache
 from typing import Any
 
 import psycopg
+import psycopg.sql
 
+from ledger.store import migrations
 from ledger.store.base import (
     AlreadyApplied,
     IdempotencyConflict,
@@ -55,6 +57,7 @@ from ledger.store.base import (
     NewEvent,
     StoredEvent,
     StoreError,
+    StoreUnavailable,
     VersionConflict,
 )
 from ledger.store.bulk import gc_paused
@@ -156,7 +159,37 @@ class PostgresStore:
 
     # ---- schema ---------------------------------------------------------------------------
     def upgrade(self) -> None:
-        """Apply pending migrations in one transaction, serialised by an advisory lock."""
+        """Apply pending migrations in one transaction, serialised by an advisory lock.
+
+        A database already up to date is only read (the service's own role, which may not
+        create or alter anything, starts through here); an applied migration whose text
+        changed is refused (MigrationChanged)."""
+        if self._up_to_date():
+            return
+        try:
+            self._migrate()
+        except psycopg.errors.InsufficientPrivilege as err:
+            raise StoreUnavailable(
+                f"the database role may not migrate the schema ({err.diag.message_primary}):"
+                " run `loo db upgrade` with the owner's DATABASE_URL") from None
+
+    def _up_to_date(self) -> bool:
+        with self._conn() as conn:
+            kept = conn.execute(
+                "SELECT 1 FROM information_schema.columns WHERE table_schema ="
+                " current_schema() AND table_name = 'schema_migrations'"
+                " AND column_name = 'checksum'").fetchone()
+            if kept is None:
+                return False
+            done = dict(conn.execute("SELECT version, checksum FROM schema_migrations")
+                        .fetchall())
+        for version, sql in MIGRATIONS:
+            if version not in done or done[version] is None:
+                return False
+            migrations.check(version, done[version], sql)
+        return True
+
+    def _migrate(self) -> None:
         with self._conn() as conn, conn.transaction():
             conn.execute("SET LOCAL statement_timeout = 0")  # a migration may take long
             conn.execute("SELECT pg_advisory_xact_lock(hashtext("
@@ -165,13 +198,59 @@ class PostgresStore:
                 conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"'.encode())
             conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations ("
                          "version integer PRIMARY KEY, "
-                         "applied_at timestamptz NOT NULL DEFAULT now())")
-            done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
+                         "applied_at timestamptz NOT NULL DEFAULT now(), checksum text)")
+            conn.execute("ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS checksum text")
+            done = dict(conn.execute("SELECT version, checksum FROM schema_migrations")
+                        .fetchall())
             for version, sql in MIGRATIONS:
-                if version not in done:
-                    conn.execute(sql.encode())
-                    conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)",
-                                 (version,))
+                if version in done:
+                    migrations.check(version, done[version], sql)
+                    if done[version] is None:  # migrated before checksums were kept
+                        conn.execute("UPDATE schema_migrations SET checksum = %s"
+                                     " WHERE version = %s", (migrations.checksum(sql), version))
+                    continue
+                conn.execute(sql.encode())
+                conn.execute("INSERT INTO schema_migrations (version, checksum)"
+                             " VALUES (%s, %s)", (version, migrations.checksum(sql)))
+
+    def grant_service_role(self, role: str, password: str | None = None) -> None:
+        """Create (if missing) the role the service connects as, and give it what the
+        service needs and nothing more: SELECT and INSERT on the append-only tables (the
+        events, idempotency keys, checkpoints; it cannot UPDATE, DELETE or TRUNCATE them,
+        nor drop or disable their triggers, which only the owner may), SELECT on the
+        secret and the migration record, and full use of the derived tables (read models,
+        delivery cursors) that have no append-only trigger. Run as the owner."""
+        if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", role):
+            raise StoreError(f"bad role name {role!r}: lower-case letters, digits and _")
+        ident = psycopg.sql.Identifier(role)
+        with self._conn() as conn, conn.transaction():
+            exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s",
+                                  (role,)).fetchone()
+            if not exists:
+                conn.execute(psycopg.sql.SQL("CREATE ROLE {} LOGIN").format(ident))
+            if password is not None:
+                conn.execute(psycopg.sql.SQL("ALTER ROLE {} PASSWORD {}").format(
+                    ident, psycopg.sql.Literal(password)))
+            schema = conn.execute("SELECT current_schema()").fetchone()
+            assert schema is not None
+            conn.execute(psycopg.sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(
+                psycopg.sql.Identifier(schema[0]), ident))
+            tables = conn.execute(
+                "SELECT c.relname, EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = c.oid"
+                " AND t.tgname LIKE '%%append_only') FROM pg_class c"
+                " WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'"
+            ).fetchall()
+            for name, append_only in tables:
+                if name in ("schema_migrations", "server_secret"):
+                    rights = "SELECT"
+                elif append_only:
+                    rights = "SELECT, INSERT"
+                else:
+                    rights = "SELECT, INSERT, UPDATE, DELETE"
+                conn.execute(psycopg.sql.SQL("GRANT " + rights + " ON {} TO {}").format(
+                    psycopg.sql.Identifier(name), ident))
+            conn.execute(psycopg.sql.SQL("GRANT USAGE ON ALL SEQUENCES IN SCHEMA {} TO {}")
+                         .format(psycopg.sql.Identifier(schema[0]), ident))
 
     # ---- writes ---------------------------------------------------------------------------
     def append(self, table_id: str, events: Sequence[NewEvent], expected_version: int, *,

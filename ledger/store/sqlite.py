@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from ledger.store import migrations
 from ledger.store.base import (
     AlreadyApplied,
     IdempotencyConflict,
@@ -98,14 +99,23 @@ class SqliteStore:
         with self._conn() as conn:
             conn.execute("BEGIN IMMEDIATE")
             conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations ("
-                         "version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)")
-            done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
+                         "version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL,"
+                         " checksum TEXT)")
+            columns = {r[1] for r in conn.execute("PRAGMA table_info(schema_migrations)")}
+            if "checksum" not in columns:  # a database migrated before checksums were kept
+                conn.execute("ALTER TABLE schema_migrations ADD COLUMN checksum TEXT")
+            done = dict(conn.execute("SELECT version, checksum FROM schema_migrations"))
             for version, statements in MIGRATIONS:
-                if version not in done:
-                    for sql in statements:
-                        conn.execute(sql)
-                    conn.execute("INSERT INTO schema_migrations VALUES (?, datetime('now'))",
-                                 (version,))
+                if version in done:
+                    migrations.check(version, done[version], statements)
+                    if done[version] is None:
+                        conn.execute("UPDATE schema_migrations SET checksum = ? WHERE version = ?",
+                                     (migrations.checksum(statements), version))
+                    continue
+                for sql in statements:
+                    conn.execute(sql)
+                conn.execute("INSERT INTO schema_migrations VALUES (?, datetime('now'), ?)",
+                             (version, migrations.checksum(statements)))
             conn.execute("COMMIT")
 
     # ---- writes ---------------------------------------------------------------------------

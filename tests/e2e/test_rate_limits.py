@@ -128,3 +128,22 @@ def test_counters_are_kept_in_redis_when_configured(tmp_path: Any, redis_url: st
     finally:
         for container in containers:
             container.close()
+
+
+def test_a_redis_that_stops_answering_does_not_fail_requests(tmp_path: Any) -> None:
+    """Counters in a Redis that is down: requests are served, counted in memory meanwhile."""
+    import time
+    from dataclasses import replace
+
+    container = bootstrap(Settings(database_url=f"sqlite:///{tmp_path}/loo.db"))
+    dead = replace(container, settings=replace(container.settings,
+                                               redis_url="redis://127.0.0.1:1/0"))
+    try:
+        app = create_app(dead, {"LOO_RATE_LIMIT_CREATE_ADDRESS": "2/minute"})
+        c = app.test_client()
+        started = time.monotonic()
+        answers = [c.post("/v1/tables", json={"seats": SEATS}).status_code for _ in range(3)]
+        assert answers == [201, 201, 429]  # still limited: in memory until Redis is back
+        assert time.monotonic() - started < 5
+    finally:
+        container.close()

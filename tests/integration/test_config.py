@@ -154,10 +154,21 @@ def test_db_upgrade_on_postgresql(tmp_path: Path, pg_url: str) -> None:
 def test_a_postgresql_database_that_refuses_the_schema_stops_with_one_line(
         tmp_path: Path, pg_url: str, option: str) -> None:
     """The server answers but the migration fails (nowhere to create, read-only): still the
-    variable and the reason on one line, not a psycopg traceback."""
-    url = f"{pg_url}?options=-c{option}"
-    for args in (("db", "upgrade"), ("play",), ("audit", "abc")):
-        assert_one_line_error(run_loo(*args, cwd=tmp_path, DATABASE_URL=url), "DATABASE_URL")
+    variable and the reason on one line, not a psycopg traceback. A database of its own,
+    never migrated (an up-to-date schema is only read, and would start)."""
+    import psycopg
+
+    name = f"loo_refuses_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"'.encode())
+    try:
+        url = f"{pg_url.rsplit('/', 1)[0]}/{name}?options=-c{option}"
+        for args in (("db", "upgrade"), ("play",), ("audit", "abc")):
+            assert_one_line_error(run_loo(*args, cwd=tmp_path, DATABASE_URL=url),
+                                  "DATABASE_URL")
+    finally:
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'.encode())
 
 
 @pytest.mark.postgres

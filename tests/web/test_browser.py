@@ -292,9 +292,17 @@ def test_a_refused_move_shows_the_problem_detail_in_place(server, browser):
     seats = [{"name": "Ann"}, {"name": "Bot", "bot": "random"}]
     created = post(f"{url}/v1/tables", {"seats": seats, "first_dealer": 0})
     tid, token = created["id"], created["seats"][0]["token"]
-    browser.get(f"{url}/tables/{tid}#token={token}")
-    buttons = wait_for("Ann's moves", lambda: browser.find_elements(
-        By.CSS_SELECTOR, "#moves button.move:not([disabled])"))
+    # A page that has fallen behind: no event stream (blocked), and its polling stopped.
+    browser.execute_cdp_cmd("Network.enable", {})
+    browser.execute_cdp_cmd("Network.setBlockedURLs", {"urls": [f"*/v1/tables/{tid}/events"]})
+    try:
+        browser.get(f"{url}/tables/{tid}#token={token}")
+        buttons = wait_for("Ann's moves", lambda: browser.find_elements(
+            By.CSS_SELECTOR, "#moves button.move:not([disabled])"))
+        wait_for("polling", lambda: browser.find_element(By.ID, "live").get_attribute(
+            "data-why") == "unavailable")
+    finally:
+        browser.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
     browser.execute_script("for (let i = 0; i < 10000; i++) { clearInterval(i); clearTimeout(i); }")
     move = get(f"{url}/v1/tables/{tid}", token)["legal_actions"][0]
     post(f"{url}/v1/tables/{tid}/actions", move, token)  # the same seat, from elsewhere

@@ -205,6 +205,13 @@ def season_table(club, members, season) -> dict[str, Any]:
     return made
 
 
+def open_standings(browser: Any, base: str, cid: str, season: str) -> None:  # noqa: F811
+    """A fresh standings page for the season (the same page with another fragment would
+    keep its other filters)."""
+    browser.get("about:blank")
+    browser.get(f"{base}/clubs/{cid}/standings#season={season}")
+
+
 def standings_on_page(browser: Any) -> dict[str, dict[str, str]]:  # noqa: F811
     rows = {}
     for tr in browser.find_elements(By.CSS_SELECTOR, "#standings tbody tr"):
@@ -238,7 +245,7 @@ def check_standings(club: dict[str, Any], browser: Any, season: str,  # noqa: F8
 def test_standings_table_chart_and_csv_agree_with_the_api(club, season, season_table,
                                                           browser, downloads):  # noqa: F811
     base, cid, token = club["url"], club["id"], club["token"]
-    browser.get(f"{base}/clubs/{cid}/standings#season={season}")
+    open_standings(browser, base, cid, season)
     api = check_standings(club, browser, season)
     assert sum(r["chips"] for r in api["rows"]) < 0  # the pool holds the rest
     names = [td.text for td in browser.find_elements(
@@ -269,7 +276,7 @@ def test_points_standings_chart_the_points(club, members, season, browser):  # n
         "options": {"target": 50}, "seats": [{"member": m} for m in members]})
     for result in (RESULT_B, RESULT_A, RESULT_B):
         ok(base, "POST", f"/v1/tables/{made['id']}/hands", token, {"result": result})
-    browser.get(f"{base}/clubs/{cid}/standings#season={season}")
+    open_standings(browser, base, cid, season)
     wait_for("the pool standings first", lambda: browser.find_element(
         By.CSS_SELECTOR, "#standings tbody").get_attribute("data-loaded")
         == f"season={season}&scoring=pool")
@@ -281,6 +288,29 @@ def test_points_standings_chart_the_points(club, members, season, browser):  # n
     assert any(r["points"] for r in api["rows"])
     assert browser.find_element(By.ID, "season-chart-title").text == "Points over the season"
     settle(browser, "club-standings-points")
+
+
+def test_the_standings_page_follows_the_clubs_event_stream(club, members, browser):  # noqa: F811
+    base, cid, token = club["url"], club["id"], club["token"]
+    winter = ok(base, "POST", f"/v1/clubs/{cid}/seasons", token,
+                {"name": "Winter", "starts_on": "2026-12-01"})["id"]
+    made = ok(base, "POST", f"/v1/clubs/{cid}/tables", token, {
+        "season": winter, "deal": "results", "first_dealer": 0,
+        "seats": [{"member": m} for m in members]})
+    open_standings(browser, base, cid, winter)
+    wait_for("the winter standings", lambda: browser.find_element(
+        By.CSS_SELECTOR, "#standings tbody").get_attribute("data-loaded")
+        == f"season={winter}&scoring=pool")
+    wait_for("the club's stream", lambda: browser.find_element(By.ID, "live")
+             .get_attribute("data-live") == "stream")
+    hands = lambda: text_of(browser, "#standings td[data-field=hands]")  # noqa: E731
+    assert set(hands()) <= {"0"}  # no hand yet
+    ok(base, "POST", f"/v1/tables/{made['id']}/hands", token, {"result": RESULT_A})
+    # No reload, no poll while streaming: the club's feed brings the settled hand.
+    wait_for("the hand in the standings", lambda: hands() == ["1"] * 4, deadline=5)
+    check_standings(club, browser, winter)
+    assert browser.find_element(By.ID, "live").get_attribute("data-duplicates") == "0"
+    settle(browser, "club-standings-live")
 
 
 def test_the_tables_page_filters_and_opens_the_admin_view_where_a_hand_is_voided(
@@ -316,6 +346,10 @@ def test_the_tables_page_filters_and_opens_the_admin_view_where_a_hand_is_voided
              .is_displayed())
     wait_for("hand 1 offered next", lambda: browser.find_element(By.ID, "void-button").text
              == "Void hand 1")
+    wait_for("hand 2 marked voided", lambda: "voided" in browser.find_element(
+        By.CSS_SELECTOR, "#hands li[data-hand='2']").get_attribute("class"))
+    assert "(voided" in browser.find_element(By.ID, "last-hand-title").text
+    assert browser.find_elements(By.CSS_SELECTOR, "#last-hand tr[data-reason=void]")
     after = ok(base, "GET", f"/v1/clubs/{cid}/standings?season={season}", token)
     assert [r["chips"] for r in after["rows"]] != [r["chips"] for r in before["rows"]]
     record = ok(base, "GET", f"/v1/tables/{tid}/hands/2", token)
@@ -333,7 +367,7 @@ def test_the_tables_page_filters_and_opens_the_admin_view_where_a_hand_is_voided
     browser.get_log("browser")  # the 422 itself is logged by the browser: expected here
     browser.find_element(By.ID, "void-cancel").click()
     # The standings page follows: everything voided, every figure back to zero.
-    browser.get(f"{base}/clubs/{cid}/standings#season={season}")
+    open_standings(browser, base, cid, season)
     api = check_standings(club, browser, season)
     assert {r["chips"] for r in api["rows"]} == {0}
     settle(browser, "club-standings-after-void")

@@ -1,5 +1,6 @@
 import { el } from './api.js';
 import { $, clubPath, clubToken, openClub, problemOf, read, readAll, showProblem } from './club.js';
+import { follow } from './sse.js';
 
 const SVG = 'http://www.w3.org/2000/svg';
 const COLOURS = ['#1f6f50', '#c2410c', '#1d4ed8', '#9333ea', '#b45309', '#0e7490', '#be185d', '#4d7c0f'];
@@ -11,8 +12,13 @@ const body = document.querySelector('#standings tbody');
 
 const seasons = await readAll('/seasons');
 if (seasons.ok) for (const s of seasons.items) $('filter-season').append(el('option', { value: s.id }, s.name));
-const wanted = new URLSearchParams(location.hash.replace(/^#/, '')).get('season');
-if (wanted && [...$('filter-season').options].some((o) => o.value === wanted)) $('filter-season').value = wanted;
+// A season named in the fragment (#season=ID: the seasons page links here so) is chosen.
+function seasonFromHash() {
+  const wanted = new URLSearchParams(location.hash.replace(/^#/, '')).get('season');
+  if (wanted && [...$('filter-season').options].some((o) => o.value === wanted)) $('filter-season').value = wanted;
+}
+seasonFromHash();
+window.addEventListener('hashchange', () => { seasonFromHash(); load(); });
 
 function filters() {
   const out = {};
@@ -154,4 +160,18 @@ $('csv-download').addEventListener('click', async () => {
 });
 
 form.addEventListener('change', load);
-load();
+await load();
+
+// Live: the club's feed (every table of the club); the standings are read again when a
+// hand is settled or voided, a game won, a table closed or added, a member renamed.
+const MOVES_STANDINGS = new Set(['hand_settled', 'hand_voided', 'game_won', 'table_closed',
+  'club_table_added', 'member_joined', 'member_renamed', 'member_archived']);
+let again = null;
+const live = follow({
+  url: clubPath('/events'), token: clubToken(), badge: $('live'), what: 'the club\'s events',
+  lastId: body.dataset.asOf ?? null,
+  onEvent: (type) => {
+    if (MOVES_STANDINGS.has(type) && !again) again = setTimeout(() => { again = null; load(); }, 300);
+  },
+});
+setInterval(() => { if (live.mode !== 'stream') load(); }, 10000);  // no stream: now and then

@@ -1,4 +1,5 @@
 import { api, backEl, el, fatal, problemText, seatName, tileEl, tokenFor } from './api.js';
+import { follow } from './sse.js';
 
 const root = document.getElementById('table-app');
 const tableId = root.dataset.table;
@@ -248,29 +249,35 @@ function renderSummary(t) {
   $('summary').dataset.version = t.version;
   const hands = $('hands');
   const done = hand ? (hand.phase === 'complete' ? hand.number : hand.number - 1) : 0;
-  hands.replaceChildren(...Array.from({ length: done }, (_, i) => el('li', {},
+  hands.replaceChildren(...Array.from({ length: done }, (_, i) => el('li', { dataset: { hand: i + 1 } },
     el('a', { href: `/tables/${tableId}/hands/${i + 1}/replay${location.search}` }, `Hand ${i + 1}: replay and verify`))));
   if (!done) hands.append(el('li', {}, 'No hand is complete yet.'));
 }
 
-// The chips of the last complete hand, from the ledger endpoint, once per hand.
-let lastShown = 0;
+// The chips of the last complete hand, from the ledger endpoint: read once per hand, and
+// again on any change while that hand stands complete (a void gives everything back).
+let lastShown = null;
 async function renderLastHand(t) {
   const hand = t.hand;
   const done = hand ? (hand.phase === 'complete' ? hand.number : hand.number - 1) : 0;
-  if (!done || done === lastShown) return;
-  lastShown = done;
-  const r = await api(`/v1/tables/${tableId}/ledger`, { token });
-  if (!r.ok) return;
+  if (!done) return;
+  const book = await ledgerFor(t);
+  if (!book || lastShown === ledgerKey) return;
+  lastShown = ledgerKey;
+  const voided = voidedHands(book);
   const who = (a) => (a === 'pool' ? 'Pool' : seatName(t, Number(String(a).split(':')[1])));
-  const rows = (r.data.transfers || []).filter((x) => x.hand === done && !['ante', 'dealer_ante'].includes(x.reason))
-    .map((x) => el('tr', {}, el('td', {}, who(x.from)), el('td', {}, '→ ' + who(x.to)), el('td', {}, x.amount), el('td', {}, x.reason.replace('_', ' '))));
-  const scores = (r.data.scores || []).filter((x) => x.hand === done)
-    .map((x) => el('tr', {}, el('td', {}, seatName(t, x.seat)), el('td', {}, ''), el('td', {}, x.delta), el('td', {}, x.reason)));
-  $('last-hand-title').textContent = r.data.transfers ? `Hand ${done}: where the chips went` : `Hand ${done}: points`;
+  const rows = (book.transfers || []).filter((x) => x.hand === done && !['ante', 'dealer_ante'].includes(x.reason))
+    .map((x) => el('tr', { dataset: { reason: x.reason } }, el('td', {}, who(x.from)), el('td', {}, '→ ' + who(x.to)), el('td', {}, x.amount), el('td', {}, x.reason.replace('_', ' '))));
+  const scores = (book.scores || []).filter((x) => x.hand === done)
+    .map((x) => el('tr', { dataset: { reason: x.reason } }, el('td', {}, seatName(t, x.seat)), el('td', {}, ''), el('td', {}, x.delta), el('td', {}, x.reason)));
+  const mark = voided.has(done) ? ' (voided: every entry given back)' : '';
+  $('last-hand-title').textContent = (book.transfers ? `Hand ${done}: where the chips went` : `Hand ${done}: points`) + mark;
   $('last-hand').replaceChildren(...rows, ...scores);
   if (!rows.length && !scores.length) $('last-hand').append(el('tr', {}, el('td', {}, 'Nothing changed hands.')));
   $('last-hand-card').hidden = false;
+  for (const li of $('hands').querySelectorAll('li[data-hand]')) {
+    li.classList.toggle('voided', voided.has(Number(li.dataset.hand)));
+  }
 }
 
 function render(t) {
@@ -319,16 +326,25 @@ async function refresh() {
 
 let ledgerKey = null;
 let ledger = null;
-async function ledgerFor(t) {
+let asking = null; // [key, promise]: one read per key, however many parts of the page ask
+function ledgerFor(t) {
   // Read again when a hand completes, and on any change while the last hand stands complete
   // (a void, a close): not on every move.
   const hand = t.hand;
   const key = !hand ? 'none' : hand.phase === 'complete' ? 'c' + t.version : 'p' + hand.number;
-  if (key !== ledgerKey) {
-    const r = await api(`/v1/tables/${tableId}/ledger`, { token });
-    if (r.ok) { ledger = r.data; ledgerKey = key; }
+  if (key === ledgerKey) return Promise.resolve(ledger);
+  if (!asking || asking[0] !== key) {
+    asking = [key, api(`/v1/tables/${tableId}/ledger`, { token }).then((r) => {
+      if (r.ok) { ledger = r.data; ledgerKey = key; }
+      return ledger;
+    })];
   }
-  return ledger;
+  return asking[1];
+}
+
+function voidedHands(book) {
+  return new Set([...(book?.transfers || []), ...(book?.scores || [])]
+    .filter((x) => x.reason === 'void').map((x) => x.hand));
 }
 
 // The latest settled hand not yet voided: the one a scorer may void (API.md Corrections).
@@ -336,8 +352,7 @@ function voidable(t, book) {
   const hand = t.hand;
   if (!hand) return null;
   let n = hand.phase === 'complete' ? hand.number : hand.number - 1;
-  const voided = new Set([...(book?.transfers || []), ...(book?.scores || [])]
-    .filter((x) => x.reason === 'void').map((x) => x.hand));
+  const voided = voidedHands(book);
   if (hand.voided && hand.phase === 'complete') voided.add(hand.number);
   while (n > 0 && voided.has(n)) n -= 1;
   return n > 0 ? n : null;
@@ -384,7 +399,6 @@ async function confirmVoid(ev) {
     return;
   }
   $('void-dialog').close();
-  ledgerKey = null;
   render(r.data.table);
 }
 
@@ -438,120 +452,29 @@ $('copy-spectator').addEventListener('click', () => {
 });
 
 // ---- live updates ----------------------------------------------------------------------------
-// The table's SSE feed (API.md Feeds). The feed takes the token only as an Authorization
-// header, which EventSource cannot send, so the stream is read with fetch(): frames parsed
-// here, `id:` kept, reconnects resume with Last-Event-ID. Each event refreshes the table
-// view (the API redacts it for this token). Refused (503: the server's bound of streams) or
-// unavailable: short polling, and the stream is tried again later.
+// The table's SSE feed (sse.js): each event refreshes the table view (the API redacts it
+// for this token); short polling while the stream is refused or unavailable.
 
 let pending = null;
 function soon() {
   if (!pending) pending = setTimeout(() => { pending = null; refresh(); }, 100);
 }
 
-const live = $('live');
-let lastId = null;
-let received = 0;
-function setLive(mode) {
-  live.hidden = false;
-  live.dataset.live = mode;
-  live.textContent = mode === 'stream' ? 'Live' : 'Polling';
-  live.title = mode === 'stream' ? 'following the table\'s event stream' : 'asking the server every second';
-}
-
-const seen = new Set();
-let duplicates = 0;
-let connects = 0;
-function frameDone(frame) {
-  if (frame.id !== null) lastId = frame.id;
-  if (!frame.data.length && !frame.event) return;
-  if (frame.id !== null) {  // every event once, across reconnects (the tests read these)
-    if (seen.has(frame.id)) live.dataset.duplicates = ++duplicates;
-    seen.add(frame.id);
-  }
-  received += 1;
-  live.dataset.events = received;
-  live.dataset.lastId = lastId ?? '';
-  live.dataset.lastEvent = frame.event || 'message';
-  soon();
-}
-
-let retryAfter = 5;
-async function stream() {
-  const headers = { Accept: 'text/event-stream', Authorization: 'Bearer ' + token };
-  if (lastId !== null) headers['Last-Event-ID'] = String(lastId);
-  let resp;
-  try {
-    resp = await fetch(`/v1/tables/${encodeURIComponent(tableId)}/events`, { headers, cache: 'no-store' });
-  } catch (_) {
-    return 'unavailable';
-  }
-  const type = resp.headers.get('content-type') || '';
-  if (resp.status === 503) {
-    retryAfter = Number(resp.headers.get('Retry-After')) || 5;
-    resp.body?.cancel();
-    return 'busy';
-  }
-  if (!resp.ok || !type.startsWith('text/event-stream')) { resp.body?.cancel(); return 'refused'; }
-  setLive('stream');
-  live.dataset.connects = ++connects;
-  const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
-  let buf = '';
-  let frame = { id: null, event: null, data: [] };
-  try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return 'ended';
-      buf += value;
-      let nl;
-      while ((nl = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, nl).replace(/\r$/, '');
-        buf = buf.slice(nl + 1);
-        if (line === '') { frameDone(frame); frame = { id: null, event: null, data: [] }; continue; }
-        if (line.startsWith(':')) continue;  // a keep-alive comment
-        const colon = line.indexOf(':');
-        const field = colon < 0 ? line : line.slice(0, colon);
-        const val = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
-        if (field === 'id') frame.id = val;
-        else if (field === 'event') frame.event = val;
-        else if (field === 'data') frame.data.push(val);
-      }
-    }
-  } catch (_) {
-    return 'unavailable';
-  }
-}
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function follow() {
-  // Start where the page is: the position of the table's latest event.
-  const r = await api(`/v1/tables/${tableId}/events?after=${Math.max(0, table.version - 1)}&limit=1`, { token });
-  if (r.ok && r.data.events.length) lastId = String(r.data.events[r.data.events.length - 1].position);
-  live.dataset.start = lastId ?? '';
-  live.dataset.duplicates = 0;
-  let failures = 0;
-  for (;;) {
-    const how = await stream();
-    if (how === 'ended') { failures = 0; soon(); continue; }  // the server's time limit: resume
-    setLive('poll');
-    live.dataset.why = how;
-    if (how === 'refused') return;
-    failures += 1;
-    await sleep(how === 'busy' ? retryAfter * 1000 : Math.min(30000, 1000 * 2 ** failures));
-  }
-}
-
+let live = null;
 async function poll() {
   await refresh();
-  setTimeout(poll, live.dataset.live === 'stream' ? 15000 : 700);
+  setTimeout(poll, live && live.mode === 'stream' ? 15000 : 700);
 }
 
 async function start() {
   if (!token) { fatal({ status: 401 }); return; }
   if (!(await refresh())) return;
-  setLive('poll');
-  follow();
+  // Start where the page is: the position of the table's latest event.
+  const r = await api(`/v1/tables/${tableId}/events?after=${Math.max(0, table.version - 1)}&limit=1`, { token });
+  const events = r.ok ? r.data.events : [];
+  live = follow({ url: `/v1/tables/${encodeURIComponent(tableId)}/events`, token, badge: $('live'),
+    lastId: events.length ? events[events.length - 1].position : null, onEvent: soon,
+    what: 'the table\'s event stream' });
   setTimeout(poll, 700);
 }
 

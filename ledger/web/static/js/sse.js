@@ -1,0 +1,106 @@
+// Server-Sent Events read with fetch() (API.md Feeds). The feeds take their token only in
+// the Authorization header, which EventSource cannot send, so the stream is read here: frames
+// parsed, `id:` kept, and a stream the server ends (its time limit) resumed at once with
+// Last-Event-ID, so every event arrives once, in order. A refused stream (503: the server's
+// bound of open streams) is tried again after Retry-After, an unavailable one with backoff;
+// meanwhile the caller polls. A badge element, when given, shows which (data-live
+// "stream" | "poll", data-why, and counters the tests read).
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export function follow({ url, token, lastId = null, onEvent, badge = null, what = 'the event stream' }) {
+  const state = { mode: 'poll', lastId: lastId === null ? null : String(lastId), events: 0, connects: 0 };
+  const seen = new Set();
+  let duplicates = 0;
+  let retryAfter = 5;
+  const show = (mode, why) => {
+    state.mode = mode;
+    if (!badge) return;
+    badge.hidden = false;
+    badge.dataset.live = mode;
+    if (why) badge.dataset.why = why;
+    badge.textContent = mode === 'stream' ? 'Live' : 'Polling';
+    badge.title = mode === 'stream' ? `following ${what}` : 'asking the server every second';
+  };
+  if (badge) {
+    badge.dataset.start = state.lastId ?? '';
+    badge.dataset.duplicates = 0;
+  }
+  show('poll');
+
+  function frameDone(frame) {
+    if (frame.id !== null) state.lastId = frame.id;
+    if (!frame.data.length && !frame.event) return;
+    if (frame.id !== null) {
+      if (seen.has(frame.id)) duplicates += 1;
+      seen.add(frame.id);
+    }
+    state.events += 1;
+    if (badge) {
+      Object.assign(badge.dataset, { events: state.events, lastId: state.lastId ?? '',
+        lastEvent: frame.event || 'message', duplicates });
+    }
+    let data = null;
+    try { data = JSON.parse(frame.data.join('\n')); } catch (_) { data = null; }
+    onEvent(frame.event || 'message', data, frame.id);
+  }
+
+  async function once() {
+    const headers = { Accept: 'text/event-stream', Authorization: 'Bearer ' + token };
+    if (state.lastId !== null) headers['Last-Event-ID'] = state.lastId;
+    let resp;
+    try {
+      resp = await fetch(url, { headers, cache: 'no-store' });
+    } catch (_) {
+      return 'unavailable';
+    }
+    const type = resp.headers.get('content-type') || '';
+    if (resp.status === 503) {
+      retryAfter = Number(resp.headers.get('Retry-After')) || 5;
+      resp.body?.cancel();
+      return 'busy';
+    }
+    if (!resp.ok || !type.startsWith('text/event-stream')) { resp.body?.cancel(); return 'refused'; }
+    show('stream');
+    state.connects += 1;
+    if (badge) badge.dataset.connects = state.connects;
+    const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buf = '';
+    let frame = { id: null, event: null, data: [] };
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return 'ended';
+        buf += value;
+        let nl;
+        while ((nl = buf.indexOf('\n')) >= 0) {
+          const line = buf.slice(0, nl).replace(/\r$/, '');
+          buf = buf.slice(nl + 1);
+          if (line === '') { frameDone(frame); frame = { id: null, event: null, data: [] }; continue; }
+          if (line.startsWith(':')) continue;  // a keep-alive comment
+          const colon = line.indexOf(':');
+          const field = colon < 0 ? line : line.slice(0, colon);
+          const val = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+          if (field === 'id') frame.id = val;
+          else if (field === 'event') frame.event = val;
+          else if (field === 'data') frame.data.push(val);
+        }
+      }
+    } catch (_) {
+      return 'unavailable';
+    }
+  }
+
+  (async () => {
+    let failures = 0;
+    for (;;) {
+      const how = await once();
+      if (how === 'ended') { failures = 0; continue; }  // the server's time limit: resume
+      show('poll', how);
+      if (how === 'refused') return;
+      failures += 1;
+      await sleep(how === 'busy' ? retryAfter * 1000 : Math.min(30000, 1000 * 2 ** failures));
+    }
+  })();
+  return state;
+}
