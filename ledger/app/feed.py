@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 from ledger.app.checkpoints import SETTLEMENT_ENDS
 from ledger.app.projector import decode
@@ -258,10 +259,20 @@ def club_feed(ledger: Ledger, club_id: str, stored: Sequence[StoredEvent],
 
 
 def club_event(s: StoredEvent) -> dict[str, Any]:
-    """An event of a club's own stream as the feed serves it."""
+    """An event of a club's own stream as the feed serves it (to every club token, viewers
+    included: a webhook's address shows only its origin, its path and query may carry the
+    receiver's own secret, and the salt its signing secret derives from stays inside)."""
+    data = s.data
+    if s.type == "webhook_added":
+        data = {k: v for k, v in data.items() if k != "salt"} | {"url": _origin(data["url"])}
     return {"version": s.version, "position": s.position, "type": s.type, "hand": None,
-            "data": s.data, "recorded_at": s.recorded_at, "causation": s.causation,
+            "data": data, "recorded_at": s.recorded_at, "causation": s.causation,
             "hash": s.hash, "prev_hash": s.prev_hash, "stream": "club"}
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
 
 
 def attach_checkpoints(ledger: Ledger, table_id: str, stored: Sequence[StoredEvent],

@@ -379,3 +379,11 @@ def test_a_hanging_receiver_times_out_and_never_blocks_another_endpoint(
             time.sleep(0.05)
         hang.set()
         t.join(timeout=5)
+
+
+def test_the_club_feed_shows_a_webhook_by_its_origin_only(club: Club, private_ok: None) -> None:
+    owner = Owner(club)
+    made = owner.hook("http://127.0.0.1:9/hooks/s3cr3t-path?token=abc", ["*"])
+    (added,) = [e for e in owner.feed() if e["type"] == "webhook_added"]
+    assert added["data"]["id"] == made["id"] and added["data"]["url"] == "http://127.0.0.1:9"
+    assert "salt" not in added["data"] and "s3cr3t" not in str(added)
