@@ -100,10 +100,14 @@ def test_an_applied_migration_edited_later_is_refused(kind: str, request, monkey
     if not isinstance(sql, str):
         edited[1] = (version, [*sql[:-1], sql[-1] + " "])
     monkeypatch.setattr(module, "MIGRATIONS", edited)
-    with pytest.raises(migrations.MigrationChanged, match=f"migration {version} was changed"):
-        backend.reopen().upgrade()
-    monkeypatch.undo()
-    backend.reopen().upgrade()  # the released text still passes
+    store = backend.reopen()
+    try:
+        with pytest.raises(migrations.MigrationChanged, match=f"migration {version} was changed"):
+            store.upgrade()
+        monkeypatch.undo()
+        store.upgrade()  # the released text still passes
+    finally:
+        store.close()
 
 
 def test_a_database_migrated_before_checksums_gets_them_recorded(sqlite_backend) -> None:
@@ -113,7 +117,9 @@ def test_a_database_migrated_before_checksums_gets_them_recorded(sqlite_backend)
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("UPDATE schema_migrations SET checksum = NULL")
     conn.close()
-    sqlite_backend.reopen().upgrade()
+    store = sqlite_backend.reopen()
+    store.upgrade()
+    store.close()
     conn = sqlite3.connect(path)
     assert all(c for (c,) in conn.execute("SELECT checksum FROM schema_migrations"))
 
