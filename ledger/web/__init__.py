@@ -112,5 +112,8 @@ def register(app: Flask) -> None:
     @app.context_processor
     def _links() -> dict[str, Any]:
         rules = {r.rule for r in app.url_map.iter_rules()}
-        guides = sorted(r for r in rules if r.startswith("/docs/") and "<" not in r)
+        from ledger.web.guides import LABELS
+
+        guides = [(f"/docs/{name}", label) for name, label in LABELS.items()
+                  if f"/docs/{name}" in rules]
         return {"guides": guides, "has_docs": "/docs" in rules}

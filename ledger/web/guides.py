@@ -21,6 +21,7 @@ GUIDES = {
     "http": "The HTTP API",
     "hash-chain": "Checking a table's record",
 }
+LABELS = {"rules": "Rules", "http": "HTTP API", "hash-chain": "Checking a record"}  # the menu
 _SECTION = re.compile(r"^(\d+)\.\s")
 
 
