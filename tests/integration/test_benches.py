@@ -73,10 +73,11 @@ def test_bench_standings_prints_its_ratio_and_cleans_up(pg_url: str, backend: st
     from bench import standings
 
     lines: list[str] = []
-    standings.run(pg_url if backend == "postgres" else "", tables=3, hands=4, seconds=0.05,
-                  out=lines.append)
-    assert RATIO.match(lines[-1]) and lines[-1].startswith("ratio standings_vs_scan ")
-    assert _ratios(lines)["standings_vs_scan"] > 0
+    standings.run(pg_url if backend == "postgres" else "", tables=3, hands=4, members=6,
+                  clients=2, seconds=0.05, out=lines.append)
+    assert RATIO.match(lines[-1]) and lines[-1].startswith("ratio standings_read_vs_bare ")
+    assert _ratios(lines)["standings_read_vs_bare"] > 0
+    assert any(line.startswith("scan (fold every table)") for line in lines)
     assert _schemas(pg_url, "loo_bench_standings_%") == []
 
 
