@@ -178,8 +178,8 @@ class Clubs:
             for seat, mid in enumerate(link.members):
                 if mid is not None:
                     rows.append({"member": mid, "season": link.season,
-                                 "variant": link.variant, "scoring": link.scoring}
-                                | figures[seat])
+                                 "variant": link.variant, "scoring": link.scoring,
+                                 "tables": 1} | figures[seat])
         names = {m.id: m.name for m in loaded.club.members}
         return {"rows": standings_rows(rows, names, season, variant, scoring)}
 

@@ -31,6 +31,7 @@ from ledger.store.base import EventStore, StoredEvent
 
 NAME = "standings"
 TABLES = "tables"  # the scope of the per-table bookkeeping rows
+AGG = "#members"  # club id + this: the scope of the rows a read sums (member x season ...)
 BATCH = 2000
 WAIT = 2.0  # seconds a read waits for events committed before it to become readable
 FIGURES = ("hands", "chips", "points", "games_won", "tricks", "loos", "looed_chips")
@@ -52,11 +53,12 @@ class StandingsProjector:
 
     # ---- reads -----------------------------------------------------------------------------
     def rows(self, club_id: str) -> tuple[int, list[dict[str, Any]]]:
-        """(position folded up to, every seat row of the club's tables), caught up with
-        every event committed before the call (read your writes: a scorer who has just
-        voided a hand sees the standings without it)."""
+        """(position folded up to, the club's rows: one per member and season, game and
+        scoring, summed over its tables), caught up with every event committed before the
+        call (read your writes: a scorer who has just voided a hand sees the standings
+        without it). A read is as long as the club has members, not tables."""
         position = self.catch_up_to(self.store.head_position())
-        return position, list(self.store.read_model_rows(self.name, club_id).values())
+        return position, list(self.store.read_model_rows(self.name, club_id + AGG).values())
 
     def catch_up_to(self, head: int, wait: float = WAIT) -> int:
         """Catch up until `head` is folded in. On PostgreSQL `read_all` holds back events
@@ -108,6 +110,8 @@ class StandingsProjector:
         for club, keys in by_club.items():
             for key, row in self.store.read_model_rows(self.name, club, sorted(keys)).items():
                 seats[(club, key)] = row
+            for key, row in self.store.read_model_rows(self.name, club + AGG).items():
+                seats[(club + AGG, key)] = row
         touched: set[str] = set()
         for s in stored:
             meta = metas.get(s.table_id)
@@ -127,16 +131,24 @@ class StandingsProjector:
         def row(seat: int) -> dict[str, Any] | None:
             return seats.get((club, f"{tid}:{seat}"))
 
+        def total_of(r: dict[str, Any]) -> dict[str, Any]:
+            """The member's row for the table's season, game and scoring (what is read)."""
+            key = f"{meta['season'] or ''}|{meta['variant']}|{meta['scoring']}|{r['member']}"
+            return seats.setdefault((club + AGG, key), {
+                "member": r["member"], "season": meta["season"], "variant": meta["variant"],
+                "scoring": meta["scoring"], "tables": 0} | dict.fromkeys(FIGURES, 0))
+
         def add(seat: int | None, figure: str, amount: int) -> None:
             r = row(seat) if seat is not None else None
             if r is not None:
                 r[figure] += amount
+                total_of(r)[figure] += amount
 
         def totals(scores: tuple[int, ...]) -> None:
             for seat, total in enumerate(scores):
                 r = row(seat)
                 if r is not None:
-                    r["points"] = total
+                    add(seat, "points", total - r["points"])
 
         def recent() -> dict[str, Any]:
             return meta["recent"].setdefault(str(s.hand), {f: [0] * n for f in _PER_HAND})
@@ -150,8 +162,9 @@ class StandingsProjector:
                     "table": tid, "seat": e.seat, "member": e.member,
                     "season": meta["season"], "variant": meta["variant"],
                     "scoring": meta["scoring"]} | dict.fromkeys(FIGURES, 0)
+                total_of(seats[(club, f"{tid}:{e.seat}")])["tables"] += 1
                 if meta["scoring"] == "points":
-                    seats[(club, f"{tid}:{e.seat}")]["points"] = meta["start"][e.seat]
+                    add(e.seat, "points", meta["start"][e.seat])
         elif isinstance(e, ev.StakePosted):
             add(e.seat, "chips", -e.amount)
         elif isinstance(e, ev.TricksPaid):
@@ -208,7 +221,7 @@ def standings_rows(rows: Iterable[dict[str, Any]], names: dict[str, str],
             continue
         m = out.setdefault(r["member"], {"member": r["member"], "tables": 0}
                            | dict.fromkeys(FIGURES, 0))
-        m["tables"] += 1
+        m["tables"] += r["tables"]
         for f in FIGURES:
             m[f] += r[f]
     ranked = [r | {"name": names.get(r["member"], "")} for r in out.values()]
