@@ -167,24 +167,12 @@ def bot_replies(database_url: str, redis_url: str, moves: int = 60,
                 out: Callable[[str], None] = print) -> float:
     """p99 of the bot reply time in-process and through RQ with one `loo worker`, one run;
     prints and returns `bot_reply_p99_vs_inprocess` (in-process p99 / RQ p99)."""
-    import uuid
-
-    import psycopg
-
-    from bench.api import in_schema
-    from bench.workers import _start_worker, _stop, _until, purge_queue
+    from bench.workers import _until, rq_scratch
     from ledger.app.service import Ledger
-    from ledger.bootstrap import Settings, open_database
-    from workers.queue import InlineDispatcher, RqDispatcher, make_queue
+    from workers.queue import InlineDispatcher, RqDispatcher
 
-    schema = f"loo_bench_bots_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-    admin_url, url = database_url, in_schema(database_url, schema)
-    store = open_database(Settings(database_url=url))
-    queue = make_queue(redis_url, f"loo-bench-bots-{uuid.uuid4().hex[:12]}")
-    proc = None
-    try:
+    with rq_scratch(database_url, redis_url, "bots") as scratch:
+        store = scratch.store
         inline = InlineDispatcher()
         local = Ledger(store, inline)
         inline.bind(ledger=local)
@@ -207,17 +195,9 @@ def bot_replies(database_url: str, redis_url: str, moves: int = 60,
             return wait
 
         local_t = _reply_times(local, moves, visible(local))
-        remote = Ledger(store, RqDispatcher(queue))
-        proc = _start_worker(url, redis_url, queue)
+        remote = Ledger(store, RqDispatcher(scratch.queue))
+        scratch.start_worker()
         rq_t = _reply_times(remote, moves, visible(remote))
-    finally:
-        if proc is not None:
-            _stop(proc)
-        purge_queue(queue)
-        queue.connection.close()
-        store.close()
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
     lp99, rp99 = _pct(local_t, 0.99) * 1000, _pct(rq_t, 0.99) * 1000
     out(f"bot reply after a person's move (3 heuristic bots, PostgreSQL), {len(local_t)} and "
         f"{len(rq_t)} moves: in-process p50 {_pct(local_t, 0.5) * 1000:.1f} ms, p99 "

@@ -17,7 +17,9 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -192,19 +194,51 @@ def trivial_jobs_per_second(redis_url: str, count: int) -> float:
         queue.connection.close()
 
 
+@dataclass
+class RqScratch:
+    """A scratch PostgreSQL schema and RQ queue for a bench, and the workers it started."""
+
+    store: EventStore
+    queue: Queue
+    url: str  # the database URL inside the scratch schema
+    redis_url: str
+    workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    def start_worker(self) -> subprocess.Popen[bytes]:
+        proc = _start_worker(self.url, self.redis_url, self.queue)
+        self.workers.append(proc)
+        return proc
+
+
+@contextmanager
+def rq_scratch(database_url: str, redis_url: str, name: str) -> Iterator[RqScratch]:
+    """A fresh schema and queue, so no run is slowed by the tables of earlier ones; the
+    workers started, the queue and the schema are all gone at the end."""
+    schema = f"loo_bench_{name}_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}".encode())
+    url = in_schema(database_url, schema)
+    store: EventStore = open_database(Settings(database_url=url))
+    queue = make_queue(redis_url, f"loo-bench-{name}-{uuid.uuid4().hex[:12]}")
+    scratch = RqScratch(store, queue, url, redis_url)
+    try:
+        yield scratch
+    finally:
+        for proc in scratch.workers:
+            _stop(proc)
+        purge_queue(queue)
+        queue.connection.close()
+        store.close()
+        with psycopg.connect(database_url, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE".encode())
+
+
 def run(database_url: str, redis_url: str, hands: int = 40, out: Out = print) -> None:
     """Measure and print; ends with `ratio workers_vs_inprocess VALUE target 0.5`."""
     rounds = max(1, hands // TABLES)
     played = rounds * TABLES
-    # A fresh schema, dropped at the end, so no run is slowed by the tables of earlier ones.
-    schema = f"loo_bench_workers_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-    admin_url, database_url = database_url, in_schema(database_url, schema)
-    store: EventStore = open_database(Settings(database_url=database_url))
-    queue = make_queue(redis_url, f"loo-bench-{uuid.uuid4().hex[:12]}")
-    proc: subprocess.Popen[bytes] | None = None
-    try:
+    with rq_scratch(database_url, redis_url, "workers") as scratch:
+        store, queue = scratch.store, scratch.queue
         inline = InlineDispatcher()
         local = Ledger(store, inline, seeds=_seeds(1))
         inline.bind(ledger=local)
@@ -212,23 +246,15 @@ def run(database_url: str, redis_url: str, hands: int = 40, out: Out = print) ->
 
         remote = Ledger(store, RqDispatcher(queue), seeds=_seeds(1))
         tables = _tables(remote, TABLES)
-        proc = _start_worker(database_url, redis_url, queue)
+        proc = scratch.start_worker()
 
         def alive() -> None:
-            if proc is not None and proc.poll() is not None:
+            if proc.poll() is not None:
                 raise RuntimeError(f"`loo worker` exited with status {proc.returncode}")
 
         rq_s = _play(remote, tables, rounds, _job_waiter(queue, alive))
         _stop(proc)
         trivial = trivial_jobs_per_second(redis_url, max(20, played * TRIVIAL_JOBS_PER_HAND))
-    finally:
-        if proc is not None:
-            _stop(proc)
-        purge_queue(queue)
-        queue.connection.close()
-        store.close()
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
     local_hpm, rq_hpm = played * 60 / local_s, played * 60 / rq_s
     out(f"in-process (embedded default): {played} hands on {TABLES} all-bot tables in "
         f"{local_s:.2f} s = {local_hpm:,.0f} hands/min")
