@@ -496,7 +496,9 @@ class PostgresStore:
         return self._secret
 
     def ping(self) -> dict[str, Any]:
-        with self._conn() as conn:
+        # Readiness tries the server even while requests fail fast: a process is ready
+        # again as soon as PostgreSQL is, not at the next request's probe.
+        with self._connections.get(probe=True) as conn:
             server, migrated = conn.execute(
                 "SELECT current_setting('server_version'),"
                 " to_regclass('schema_migrations') IS NOT NULL").fetchone() or ("?", False)

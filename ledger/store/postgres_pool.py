@@ -108,10 +108,12 @@ class Connections:
             self._down_since = time.monotonic()
             self._next_probe = self._down_since + PROBE_EVERY
 
-    def _while_down(self) -> None:
-        """Refuse at once, except one request every PROBE_EVERY that tries the server."""
+    def _while_down(self, probe: bool = False) -> None:
+        """Refuse at once, except one request every PROBE_EVERY that tries the server (and
+        a readiness check, `probe`, which always tries it unless a try is under way)."""
         now = time.monotonic()
-        if now < self._next_probe or not self._probe_lock.acquire(blocking=False):
+        if (now < self._next_probe and not probe) \
+                or not self._probe_lock.acquire(blocking=False):
             raise StoreUnavailable(f"PostgreSQL at {redact(self.url)} is down "
                                    f"({now - (self._down_since or now):.1f} s)")
         try:
@@ -130,12 +132,13 @@ class Connections:
             self._probe_lock.release()
 
     @contextmanager
-    def get(self) -> Iterator[psycopg.Connection[Any]]:
+    def get(self, probe: bool = False) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection; `probe` (readiness): while down, try the server now."""
         if os.getpid() != self._pid:  # forked (gunicorn --preload): a pool of our own
             _ORPHANS.append(self._pool)
             self._pid, self._pool = os.getpid(), self._new_pool()
         if self._down_since is not None:
-            self._while_down()
+            self._while_down(probe)
         pool = self._pool
         try:
             # getconn/putconn rather than pool.connection(): no commit() on an autocommit

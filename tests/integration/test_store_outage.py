@@ -220,3 +220,22 @@ def test_postgresql_stopped_and_started_under_load(cluster: Cluster, served: str
             assert kept is not None, e
             # (a seat's answer may hide other seats' tiles: type and cause identify it)
             assert (kept["type"], kept["causation"]) == (e["type"], e["causation"]), (kept, e)
+
+
+def test_readiness_tries_the_server_while_requests_fail_fast(pg_url: str) -> None:
+    """Within PROBE_EVERY of a failed try, a request is refused at once; /readyz's ping
+    tries the server all the same, so a process is ready as soon as PostgreSQL is."""
+    from ledger.store.base import StoreUnavailable
+    from ledger.store.postgres import PostgresStore
+
+    store = PostgresStore(pg_url)
+    store.upgrade()
+    try:
+        store._connections._outage("as if it had just failed")  # noqa: SLF001
+        with pytest.raises(StoreUnavailable, match="is down"):
+            store.version("any-table")
+        assert store.ping()["backend"] == "postgresql"
+        assert not store._connections.down  # noqa: SLF001 - the ping brought it back
+        assert store.version("any-table") == 0
+    finally:
+        store.close()
