@@ -36,7 +36,9 @@ class ProblemSchema(ma.Schema):
     class Meta:
         unknown = ma.INCLUDE  # problems may carry extra members (RFC 9457 §3.2)
 
-    type = ma.fields.String()
+    type = ma.fields.String(metadata={
+        "description": "where this problem is explained: the rule it cites (/docs/rules#rule-6.3) "
+                       "or its code's entry (/docs/http#problem-table_not_found); match on `code`"})
     title = ma.fields.String()
     status = ma.fields.Integer()
     detail = ma.fields.String()

@@ -7,7 +7,7 @@ import logging
 import re
 from typing import Any
 
-from flask import Flask, Response
+from flask import Flask, Response, has_request_context, request
 from werkzeug.exceptions import HTTPException
 
 from ledger.app.contract import IdempotencyConflict, StoreUnavailable, VersionConflict
@@ -25,14 +25,19 @@ from ledger.web import error_page, guides, wants_html
 
 log = logging.getLogger(__name__)
 PROBLEM = "application/problem+json"
-TYPE_BASE = "urn:loo:problem:"  # `type` names the code; stable, resolves nowhere
 
 
 def problem(status: int, code: str, title: str, detail: str, *, rule: str | None = None,
             headers: dict[str, str] | None = None,
             extra: dict[str, Any] | None = None) -> Response:
-    """One problem document; extra members (e.g. `errors`) come after the fixed ones."""
-    body: dict[str, Any] = {"type": TYPE_BASE + code, "title": title, "status": status,
+    """One problem document; extra members (e.g. `errors`) come after the fixed ones.
+
+    `type` is where the problem is explained (RFC 9457 §3.1.1): the rule it cites in the
+    rule book, or its code among the HTTP guide's problem types; absolute, on this server.
+    Clients match on `code`, which is stable; `type` is for the person reading."""
+    path = guides.problem_type(code, rule)
+    base = request.url_root.rstrip("/") if has_request_context() else ""
+    body: dict[str, Any] = {"type": base + path, "title": title, "status": status,
                             "detail": detail, "code": code}
     if rule is not None:
         # The rule as the person refused can read it: a link into the rule book, its text.

@@ -14,6 +14,7 @@ from importlib import resources
 from typing import Any
 
 from markdown_it import MarkdownIt
+from markdown_it.token import Token
 from markupsafe import Markup
 
 GUIDES = {
@@ -33,12 +34,34 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
+_CODE = re.compile(r"[a-z][a-z0-9_]*")
+PROBLEM_TYPES = "problem-types"  # the HTTP guide's section that explains every `code`
+
+
+def _anchor_codes(tokens: list[Token], start: int) -> list[str]:
+    """In a list item of the problem types, the codes it opens with (`a`, `b`: ...) become
+    `<code id="problem-a">`: each code's own anchor, which its problems' `type` names."""
+    inline = next(t for t in tokens[start:] if t.type == "inline")
+    codes: list[str] = []
+    for n, child in enumerate(inline.children or []):
+        if child.type == "text" and ":" in child.content:
+            break
+        if child.type == "code_inline" and _CODE.fullmatch(child.content):
+            codes.append(child.content)
+            html = Token("html_inline", "", 0)
+            html.content = f'<code id="problem-{child.content}">{child.content}</code>'
+            inline.children[n] = html  # type: ignore[index]
+    return codes
+
+
 @cache
 def render(guide: str) -> tuple[Markup, dict[str, str]]:
-    """The guide as HTML, and (for the rule book) the plain text of each numbered rule."""
+    """The guide as HTML, and the plain text of each numbered rule (the rule book) or the
+    codes the problem types explain (the HTTP guide: code -> "")."""
     md = MarkdownIt("commonmark", {"html": False}).enable("table")
     tokens = md.parse(source(guide))
     section: str | None = None
+    heading = ""
     depth = 0  # nesting of lists: only a section's top-level numbered items are rules
     texts: dict[str, str] = {}
     open_items: list[tuple[str, int]] = []  # (rule id, index of its first inline token)
@@ -48,6 +71,7 @@ def render(guide: str) -> tuple[Markup, dict[str, str]]:
             m = _SECTION.match(title) if tok.tag == "h2" else None
             if tok.tag == "h2":
                 section = m.group(1) if m else None
+                heading = _slug(title)
             tok.attrSet("id", f"rule-{m.group(1)}" if m and guide == "rules" else _slug(title))
             if m and guide == "rules":
                 texts[m.group(1)] = title[m.end():]
@@ -60,6 +84,8 @@ def render(guide: str) -> tuple[Markup, dict[str, str]]:
             rid = f"{section}.{tok.info}"
             tok.attrSet("id", f"rule-{rid}")
             open_items.append((rid, i))
+        elif tok.type == "list_item_open" and guide == "http" and heading == PROBLEM_TYPES:
+            texts.update(dict.fromkeys(_anchor_codes(tokens, i), ""))
     for rid, start in open_items:
         words = []
         for tok in tokens[start + 1:]:
@@ -79,3 +105,14 @@ def rule(number: str) -> dict[str, Any]:
     if text:
         out["rule_text"] = text
     return out
+
+
+def problem_type(code: str, rule: str | None = None) -> str:
+    """Where a problem's `type` points, as a path: its rule in the rule book when it cites
+    one, else the code's entry among the HTTP guide's problem types (that section when a
+    code has no entry of its own)."""
+    if rule is not None:
+        return f"/docs/rules#rule-{rule}"
+    if code in render("http")[1]:
+        return f"/docs/http#problem-{code}"
+    return f"/docs/http#{PROBLEM_TYPES}"

@@ -43,6 +43,7 @@ def test_a_rule_violation_links_to_its_rule_and_quotes_it(club: Club):
     r = club.start(t, {"hands": hands | {"2": hands["1"]}, "turn_up": "1-1"})
     p = club.problem(r, 422, "invalid_deal")
     assert p["rule"] == "3" and p["rule_url"] == "/docs/rules#rule-3"
+    assert p["type"] == "http://localhost/docs/rules#rule-3"  # its type is the rule
     assert p["rule_text"] == "The deal"
 
 
@@ -53,3 +54,58 @@ def test_an_option_refused_by_a_numbered_rule_quotes_that_rule(club: Club):
     assert p["rule"] == "8.2" and p["rule_url"] == "/docs/rules#rule-8.2"
     assert p["rule_text"].startswith("The pool at the start of the hand")
     assert club.c.get("/docs/rules").get_data(as_text=True).count('id="rule-8.2"') == 1
+
+
+def _codes_in_source() -> set[str]:
+    """Every `code` a literal in ledger/ gives an error: the first argument of an error
+    kind (or of the rules' `violation`), the second of `problem(status, code, ...)`."""
+    import ast
+    import pathlib
+
+    import ledger
+    kinds = {"RuleViolation", "Invalid", "Conflict", "NotFound", "Forbidden",
+             "Unauthorized", "BadRequest", "violation"}
+    codes: set[str] = set()
+    for path in pathlib.Path(ledger.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            f = node.func
+            name = f.id if isinstance(f, ast.Name) else getattr(f, "attr", None)
+            at = 0 if name in kinds else 1 if name == "problem" else None
+            if at is not None and len(node.args) > at:
+                arg = node.args[at]
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    codes.add(arg.value)
+    return codes
+
+
+def test_every_code_the_service_gives_has_its_entry_among_the_problem_types(club: Club):
+    page = club.c.get("/docs/http").get_data(as_text=True)
+    anchored = set(re.findall(r'id="problem-([a-z0-9_]+)"', page))
+    codes = _codes_in_source()
+    assert len(codes) > 60 and {"table_not_found", "must_follow_suit"} <= codes  # it found them
+    # HTTP's own refusals and the dependencies' answers, named at run time
+    codes |= {"malformed_json", "validation_error", "not_found", "method_not_allowed",
+              "unsupported_media_type", "request_entity_too_large", "store_unavailable",
+              "queue_unavailable", "internal_error", "rate_limited"}
+    assert codes - anchored == set()
+
+
+@pytest.mark.parametrize("call,status,code,path", [
+    (lambda c: c.get("/v1/tables/nope"), 404, "table_not_found",
+     "/docs/http#problem-table_not_found"),
+    (lambda c: c.post("/v1/tables", data="{", content_type="application/json"), 400,
+     "malformed_json", "/docs/http#problem-malformed_json"),
+    (lambda c: c.delete("/v1/tables"), 405, "method_not_allowed",
+     "/docs/http#problem-method_not_allowed"),
+    (lambda c: c.post("/v1/tables", json={"seats": [{"name": "A"}] * 4, "options": {"ante": 3}}),
+     422, "invalid_option", "/docs/rules#rule-8.2"),
+])
+def test_each_problem_type_is_the_address_of_its_explanation(club: Club, call, status: int,
+                                                             code: str, path: str):
+    p = club.problem(call(club.c), status, code)
+    assert p["type"] == "http://localhost" + path
+    page, anchor = path.split("#")
+    r = club.c.get(page)
+    assert r.status_code == 200 and f'id="{anchor}"' in r.get_data(as_text=True)
