@@ -8,6 +8,7 @@ import logging
 import os
 import shutil
 import signal
+import socket
 import tempfile
 import threading
 import time
@@ -147,16 +148,42 @@ def _serve(host: str, port: int, workers: int, threads: int, streams: int | None
         os.environ["LOO_SSE_MAX_STREAMS"] = str(streams)
     streams = feed_config().max_streams  # checks the LOO_SSE_* and LOO_FEED_* variables
     container = bootstrap(s)  # checks the config and upgrades the schema once, up front
+    container.close()  # each gunicorn worker composes its own after the fork
+    listener = listen(host, port)  # a port in use: one line and exit 2, before gunicorn
+    bound_host, bound_port = listener.getsockname()[:2]
+    url = f"http://[{bound_host}]:{bound_port}" if ":" in bound_host \
+        else f"http://{bound_host}:{bound_port}"
     jobs = f"RQ queue {s.queue_name!r}" if s.redis_url else "in-process"
-    click.echo(f"loo: starting on http://{host}:{port}, store {redact(s.database_url)}, "
+    click.echo(f"loo: serving on {url}, store {redact(s.database_url)}, "
                f"jobs {jobs}, {workers} process(es)"
                + f" x {threads} threads", err=True)
     # gunicorn always, the embedded default's single process included: its worker reads
     # each request on its event loop before a thread runs it, so slow clients are shed
     # (ledger/serve/gunicorn_worker.py), where a development server gave each its thread.
-    container.close()  # each gunicorn worker composes its own after the fork
-    GunicornApp(s, {"bind": f"{host}:{port}", "workers": workers,
+    # It takes over the socket bound here (fd://), so it never retries a busy port itself.
+    GunicornApp(s, {"bind": f"fd://{listener.detach()}", "workers": workers,
                     "threads": threads + streams}).run()
+
+
+def listen(host: str, port: int, backlog: int = 2048) -> socket.socket:
+    """A listening TCP socket on host:port, as gunicorn would make it (SO_REUSEADDR, its
+    default backlog), or a configuration error naming the address and the reason."""
+    try:
+        family, kind, proto, _, addr = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    except socket.gaierror as err:
+        raise ConfigError(f"--host: cannot resolve {host!r}: {err.strerror}") from None
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(addr)
+        sock.listen(backlog)
+    except OSError as err:
+        sock.close()
+        raise ConfigError(f"cannot listen on {host}:{port}: "
+                          f"{err.strerror or err}") from None
+    sock.set_inheritable(True)
+    return sock
 
 
 def start_webhooks(container: Any) -> None:

@@ -260,3 +260,58 @@ def test_a_request_sent_in_pieces_within_the_time_is_served(tmp_path: Path) -> N
                 s.sendall(request[i:i + 7])
             answer = s.recv(65536)
         assert answer.startswith(b"HTTP/1.1 201 "), answer[:200]
+
+
+# ---- binding: the CLI's own error, and "serving on" only once the port is ours -------------
+def test_a_port_in_use_is_one_error_line_and_exit_2_at_once(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+        start = time.monotonic()
+        done = subprocess.run([LOO, "serve", "--port", str(port)], cwd=tmp_path, env=env,
+                              stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+        took = time.monotonic() - start
+    assert done.returncode == 2, done
+    assert done.stderr.decode().splitlines() == [
+        f"error: cannot listen on 127.0.0.1:{port}: Address already in use"], done.stderr
+    assert done.stdout == b""
+    assert took < 5  # gunicorn itself retried for 5 s, then exited 1 with its own lines
+
+
+def test_serving_on_names_the_bound_port_and_it_accepts_at_once(tmp_path: Path) -> None:
+    """--port 0: the line names the port the kernel chose, and that port already listens
+    when the line is written (it used to be printed before gunicorn had bound)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    log = (tmp_path / "serve.log").open("w")
+    proc = subprocess.Popen([LOO, "serve", "--port", "0"], cwd=tmp_path, env=env,
+                            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + START_DEADLINE
+        line = ""
+        while not line:
+            assert proc.poll() is None and time.monotonic() < deadline, \
+                (tmp_path / "serve.log").read_text()
+            line = next((x for x in (tmp_path / "serve.log").read_text().splitlines()
+                         if x.startswith("loo: serving on ")), "")
+            time.sleep(0.02)
+        url = line.removeprefix("loo: serving on ").split(",")[0]
+        host, port = url.removeprefix("http://").split(":")
+        assert host == "127.0.0.1" and int(port) > 0, line
+        socket.create_connection((host, int(port)), timeout=5).close()  # listening already
+        while True:  # and it is the server: /healthz answers once a worker is up
+            try:
+                assert fetch(url + "/healthz")[0] == 200
+                break
+            except OSError:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
