@@ -13,6 +13,7 @@ from flask import Flask, Response, current_app, request
 from flask.views import MethodView
 from flask_smorest import Api
 from werkzeug.exceptions import RequestEntityTooLarge, UnsupportedMediaType
+from werkzeug.middleware.proxy_fix import ProxyFix
 
 from ledger.api import errors
 from ledger.api.blueprint import Blueprint
@@ -201,7 +202,24 @@ def create_app(container: Container | None = None,
     limits.install(app, limit_env, container.settings.redis_url, container.settings.queue_name)
     app.before_request(require_json_body)  # after the limiter's: a 429 reads no body
     app.after_request(close_after_refused_body)
+    proxies = trusted_proxies({**os.environ, **{k: str(v) for k, v in (test_config or {}).items()
+                                                if k == "LOO_TRUSTED_PROXIES"}})
+    if proxies:
+        # The client's address (request.remote_addr: rate limits, logs) is the one the
+        # nearest `proxies` proxies appended to X-Forwarded-For; anything further left was
+        # written by the client and is ignored. Without the variable the header is ignored.
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies)  # type: ignore[method-assign]
     return app
+
+
+def trusted_proxies(environ: Mapping[str, str]) -> int:
+    """LOO_TRUSTED_PROXIES: how many proxies in front of the API set X-Forwarded-For."""
+    raw = environ.get("LOO_TRUSTED_PROXIES", "").strip()
+    if not raw:
+        return 0
+    if not raw.isdigit() or int(raw) > 10:
+        raise ConfigError(f"LOO_TRUSTED_PROXIES: {raw!r} is not a number of proxies (0-10)")
+    return int(raw)
 
 
 def max_body_bytes(environ: Mapping[str, str]) -> int:

@@ -147,6 +147,9 @@ def _serve(host: str, port: int, workers: int, threads: int, streams: int | None
     if streams is not None:
         os.environ["LOO_SSE_MAX_STREAMS"] = str(streams)
     streams = feed_config().max_streams  # checks the LOO_SSE_* and LOO_FEED_* variables
+    from ledger.api.app import max_body_bytes, trusted_proxies
+
+    max_body_bytes(os.environ), trusted_proxies(os.environ)  # here, not in every worker
     container = bootstrap(s)  # checks the config and upgrades the schema once, up front
     container.close()  # each gunicorn worker composes its own after the fork
     listener = listen(host, port)  # a port in use: one line and exit 2, before gunicorn

@@ -147,3 +147,38 @@ def test_a_redis_that_stops_answering_does_not_fail_requests(tmp_path: Any) -> N
         assert time.monotonic() - started < 5
     finally:
         container.close()
+
+
+# ---- behind a proxy: X-Forwarded-For counts only when the operator trusts proxies ----------
+PROXY = {"REMOTE_ADDR": "10.0.0.2"}  # every request arrives from the proxy's address
+
+
+def _create(c: Any, forwarded_for: str) -> int:
+    return c.post("/v1/tables", json={"seats": SEATS}, environ_base=PROXY,
+                  headers={"X-Forwarded-For": forwarded_for}).status_code
+
+
+def test_without_trusted_proxies_x_forwarded_for_cannot_buy_a_fresh_budget(limited: Any) -> None:
+    app = limited(LOO_RATE_LIMIT_CREATE_ADDRESS="3/minute")
+    c = app.test_client()
+    # A client writing a new address in the header each time is still one address.
+    assert [_create(c, f"203.0.113.{i}") for i in range(3)] == [201, 201, 201]
+    assert _create(c, "203.0.113.99") == 429
+
+
+def test_with_one_trusted_proxy_each_client_address_has_its_budget(limited: Any) -> None:
+    app = limited(LOO_RATE_LIMIT_CREATE_ADDRESS="3/minute", LOO_TRUSTED_PROXIES="1")
+    c = app.test_client()
+    assert [_create(c, "198.51.100.1") for _ in range(3)] == [201, 201, 201]
+    assert _create(c, "198.51.100.1") == 429
+    assert _create(c, "198.51.100.2") == 201  # another client behind the same proxy
+    # The client's own X-Forwarded-For is kept by the proxy, which appends the address it
+    # saw: only that last entry counts, so a forged one buys nothing.
+    assert _create(c, "192.0.2.50, 198.51.100.1") == 429
+    assert _create(c, "198.51.100.1, 198.51.100.3") == 201  # and cannot borrow another's
+
+
+def test_trusted_proxies_takes_a_small_count(limited: Any) -> None:
+    for bad in ("yes", "-1", "11", "1.5"):
+        with pytest.raises(ConfigError, match="LOO_TRUSTED_PROXIES"):
+            limited(LOO_TRUSTED_PROXIES=bad)
