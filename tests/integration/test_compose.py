@@ -1,11 +1,16 @@
-"""docker-compose.yml agrees with the code: services, health checks, variables, commands.
+"""docker-compose.yml agrees with the code: services, health checks, variables, commands,
+the proxy in front of the API replicas.
 
 No Docker engine runs here, so the file is checked as data (PyYAML) against Settings and
-the `loo` command itself.
+the `loo` command itself, and by `docker compose config` (or docker-compose) where one is
+installed.
 """
 
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -14,11 +19,15 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from ledger.api.app import trusted_proxies
+from ledger.api.limits import ENV_VARS as LIMIT_ENV_VARS
 from ledger.bootstrap import ENV_VARS, Settings
 from ledger.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 APP_SERVICES = ("api", "worker")
+API_ONLY_VARS = ("LOO_TRUSTED_PROXIES", "LOO_MAX_BODY_BYTES", *LIMIT_ENV_VARS)
+NGINX_CONF = ROOT / "deploy" / "nginx.conf"
 
 
 @pytest.fixture(scope="module")
@@ -26,8 +35,8 @@ def services() -> dict[str, Any]:
     return yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
 
 
-def test_compose_has_postgres_redis_api_and_worker(services: dict[str, Any]) -> None:
-    assert set(services) == {"postgres", "redis", "api", "worker"}
+def test_compose_has_postgres_redis_api_proxy_and_worker(services: dict[str, Any]) -> None:
+    assert set(services) == {"postgres", "redis", "api", "proxy", "worker"}
     assert services["postgres"]["image"].startswith("postgres:16")
     assert services["redis"]["image"].startswith("redis:7")
 
@@ -54,7 +63,8 @@ def test_app_services_wait_for_healthy_databases(services: dict[str, Any], name:
 def test_app_services_set_only_variables_settings_reads(services: dict[str, Any],
                                                         name: str) -> None:
     env = services[name]["environment"]
-    assert set(env) <= set(ENV_VARS), set(env) - set(ENV_VARS)
+    known = set(ENV_VARS) | (set(API_ONLY_VARS) if name == "api" else set())
+    assert set(env) <= known, set(env) - known
     settings = Settings.from_env(env)  # the values pass the same validation
     assert settings.database_url.startswith("postgresql://")
     assert settings.redis_url is not None and settings.redis_url.startswith("redis://")
@@ -89,12 +99,47 @@ def test_app_commands_are_real_loo_subcommands(services: dict[str, Any], name: s
     sub.make_context(args[0], list(args[1:]))
 
 
-def test_api_runs_gunicorn_on_the_published_port(services: dict[str, Any]) -> None:
-    args = _command(services["api"])
+def test_api_replicas_run_gunicorn_behind_the_proxy(services: dict[str, Any]) -> None:
+    api, proxy = services["api"], services["proxy"]
+    args = _command(api)
     assert int(args[args.index("--workers") + 1]) > 1  # several processes: gunicorn
-    port = args[args.index("--port") + 1]
-    assert any(str(p).endswith(f":{port}") for p in services["api"]["ports"])
     assert args[args.index("--host") + 1] == "0.0.0.0"
+    port = args[args.index("--port") + 1]
+    assert api["deploy"]["replicas"] >= 2
+    # Replicas publish no port (two could not share one); only the proxy does.
+    assert "ports" not in api and "container_name" not in api
+    assert [str(p) for p in api["expose"]] == [port]
+    assert any(str(p).endswith(":8000") for p in proxy["ports"])
+    assert proxy["depends_on"]["api"]["condition"] == "service_healthy"
+    conf = NGINX_CONF.read_text()
+    assert re.search(rf"server\s+api:{port}\s*;", conf)
+    assert any(v.startswith("./deploy/nginx.conf:/etc/nginx/nginx.conf") for v in proxy["volumes"])
+
+
+def test_the_api_trusts_exactly_the_proxy_in_front(services: dict[str, Any]) -> None:
+    """One nginx appends the address it saw to X-Forwarded-For: the API trusts one proxy,
+    so it keys on that entry and never on one a client wrote (tests/e2e/test_rate_limits)."""
+    assert trusted_proxies(services["api"]["environment"]) == 1
+    assert "LOO_TRUSTED_PROXIES" not in services["worker"]["environment"]
+    conf = NGINX_CONF.read_text()
+    forwarded = re.findall(r"proxy_set_header\s+X-Forwarded-For\s+(\S+);", conf)
+    assert forwarded in (["$proxy_add_x_forwarded_for"], ["$remote_addr"])
+    assert re.search(r"proxy_set_header\s+X-Forwarded-Proto\s+\$scheme;", conf)
+    # The proxy's body cap is the API's (LOO_MAX_BODY_BYTES default, 8 MiB).
+    assert re.search(r"client_max_body_size\s+8m;", conf)
+
+
+def test_compose_config_validates(tmp_path: Path) -> None:
+    if shutil.which("docker") and subprocess.run(
+            ["docker", "compose", "version"], capture_output=True, check=False).returncode == 0:
+        argv = ["docker", "compose"]
+    elif shutil.which("docker-compose"):
+        argv = ["docker-compose"]
+    else:
+        pytest.skip("neither `docker compose` nor docker-compose is installed")
+    done = subprocess.run([*argv, "-f", str(ROOT / "docker-compose.yml"), "config", "-q"],
+                          capture_output=True, text=True, timeout=60, check=False, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
 
 
 def test_worker_can_be_scaled(services: dict[str, Any]) -> None:
