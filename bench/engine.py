@@ -9,7 +9,8 @@ Two engines play the same rules, and both are measured:
   the memory probe runs it, a long-lived table being what must stay flat.
 
 What is compared with OpenSpiel (pyspiel, driven from Python as ours is): whole hands, each
-move of each seat picked by the same `random.Random.choice` over the legal moves.
+move of each seat picked by the same `random.Random.choice` over the legal moves (on both
+sides a lone legal move, or a lone chance outcome, is taken without calling it).
 - ours: 4-player Loo, pool scoring: the stakes, the fair deal from a fresh 32-byte seed
   (HMAC-SHA256 Fisher-Yates over the 28 tiles, as the service deals), the decisions (play,
   take the turn-up, miss and discard, drop), up to five tricks, the settlement;
@@ -34,7 +35,7 @@ from pathlib import Path
 
 from ledger.core.rules import playout as po
 from ledger.core.rules import table as tb
-from ledger.core.rules.deal import shuffle
+from ledger.core.rules.deal import shuffle_once
 from ledger.core.rules.legal import legal_actions
 from ledger.core.rules.options import make_options
 
@@ -76,7 +77,7 @@ def playout_hands(count: int, seed: int = 7) -> tuple[int, tuple[int, ...]]:
     pool, balances, dealer = 0, [0] * 4, 0
     for _ in range(count):
         pool = start = po.post_stakes(opts, pool, dealer, balances)  # §8.1
-        hand = po.playout(po.deal(opts, dealer, shuffle(rng.randbytes(32))), choose)
+        hand = po.playout(po.deal(opts, dealer, shuffle_once(rng.randbytes(32))), choose)
         pool = po.pay_out(hand, start, pool, balances)  # §8.3-8.5
         dealer = (dealer + 1) % 4  # §2
     return pool, tuple(balances)
@@ -113,7 +114,8 @@ OH_HELL = {"players": 4, "num_suits": 4, "num_cards_per_suit": 7, "num_tricks_fi
 
 def openspiel_playouts(seed: int = 3) -> Callable[[int], object] | None:
     """`n` random playouts of oh_hell as a 4-player, 28-card, 5-trick game, chance nodes
-    and moves alike picked by random.choice; None when open_spiel is not installed."""
+    and moves alike picked by random.choice (unless there is one); returns the actions
+    applied. None when open_spiel is not installed."""
     try:
         import pyspiel  # type: ignore[import-not-found]
     except ImportError:
@@ -127,9 +129,11 @@ def openspiel_playouts(seed: int = 3) -> Callable[[int], object] | None:
             state = game.new_initial_state()
             while not state.is_terminal():
                 if state.is_chance_node():
-                    state.apply_action(choose(state.chance_outcomes())[0])
+                    options = state.chance_outcomes()
+                    state.apply_action((options[0] if len(options) == 1 else choose(options))[0])
                 else:
-                    state.apply_action(choose(state.legal_actions()))
+                    options = state.legal_actions()
+                    state.apply_action(options[0] if len(options) == 1 else choose(options))
                 moves += 1
         return moves
 

@@ -8,7 +8,7 @@ import hmac
 import pytest
 
 from ledger.core import events as ev
-from ledger.core.rules.deal import commitment, deal, deal_order, lots, shuffle
+from ledger.core.rules.deal import commitment, deal, deal_order, lots, shuffle, shuffle_once
 from ledger.core.rules.tiles import HI, LO, TILES, name, names
 from tests.unit.rules_support import TS, Game, of_type, one
 
@@ -56,13 +56,14 @@ def test_s10_fair_deal_commitment_vectors(seed, digest):
 @pytest.mark.parametrize(("seed", "order"), [(SEED_1, VECTOR_1), (SEED_2, VECTOR_2)])
 def test_s10_fair_deal_shuffle_vectors(seed, order):
     assert [name(t) for t in shuffle(seed)] == order.split()
+    assert [name(t) for t in shuffle_once(seed)] == order.split()  # the uncached path
 
 
 def test_s10_fair_deal_matches_an_independent_reference():
     for i in range(50):
         seed = hashlib.sha256(bytes([i])).digest()
         got = shuffle(seed)
-        assert got == _reference_shuffle(seed)
+        assert got == _reference_shuffle(seed) == shuffle_once(seed)
         assert sorted(got) == list(TILES)
 
 
@@ -88,7 +89,7 @@ def test_s10_fair_deal_reads_further_blocks_when_many_draws_are_rejected(monkeyp
     try:
         for i in range(20):
             seed = hashlib.sha256(b"rejections" + bytes([i])).digest()
-            assert shuffle(seed) == reference(seed)
+            assert shuffle(seed) == reference(seed) == deal_module.shuffle_once(seed)
     finally:
         deal_module._shuffled.cache_clear()
 

@@ -3,7 +3,9 @@
 Both play the same shuffled table from the same seeds: at every step the playout's legal
 moves, turned into Actions, must equal `legal_actions` (same list, same order); the same
 move is applied to both; every hand must end with the same tricks, loos, pool decision and
-the same chips or points as the engine's settlement events.
+the same chips or points as the engine's settlement events. Each hand is also played once
+more by `po.playout` (the fused loops rollouts use) with the same random choices: it must
+be offered the same moves where there is a choice and end in the same state.
 """
 
 from __future__ import annotations
@@ -21,6 +23,14 @@ from ledger.core.rules.legal import legal_actions
 from ledger.core.rules.options import make_options
 from ledger.core.rules.tiles import sort_tiles
 from tests.unit.test_rules_properties import PROPS, Setup, setups
+
+
+def _recording(rng: random.Random, chosen: list[po.Move]):
+    def choose(moves: list[po.Move]) -> po.Move:
+        chosen.append(moves[rng.randrange(len(moves))])
+        return chosen[-1]
+
+    return choose
 
 
 def lockstep(setup: Setup) -> dict[str, int]:
@@ -46,15 +56,26 @@ def lockstep(setup: Setup) -> dict[str, int]:
         p = po.deal(opts, dealer, shuffle(seed))  # §3 from the same fair deal
         assert [sort_tiles(x) for x in h.hands] == p.hands
         assert (h.turn_up, h.trump, h.boneyard) == (p.turn_up, p.trump, tuple(p.boneyard))
+        fused_rng = random.Random()
+        fused_rng.setstate(rng.getstate())
+        fused_chosen: list[po.Move] = []
+        fused = po.playout(po.deal(opts, dealer, shuffle(seed)),
+                           _recording(fused_rng, fused_chosen))
+        chosen = []
         while t.live:
             h = t.hand
             assert h is not None and p.turn == h.turn and p.phase != po.COMPLETE
             moves = po.legal(p)
             assert [po.to_action(p, m) for m in moves] == legal_actions(h, h.turn)
-            k = rng.randrange(len(moves))
+            k = rng.randrange(len(moves)) if len(moves) > 1 else 0  # as po.playout asks
+            if len(moves) > 1:
+                chosen.append(moves[k])
             t = tb.replay(tb.act(t, po.to_action(p, moves[k])), t)
             po.step(p, moves[k])
             seen["moves"] += 1
+        assert fused_chosen == chosen
+        assert {k: getattr(fused, k) for k in po.Playout.__slots__} == {
+            k: getattr(p, k) for k in po.Playout.__slots__}
         h = t.hand
         assert h is not None and p.phase == po.COMPLETE and p.turn is None
         assert tuple(p.tricks_won) == h.tricks_won
@@ -94,6 +115,37 @@ def test_playout_equals_the_engine_over_long_tables(variant, scoring, players):
     assert seen["without_play"] > 0 or not make_options(variant, scoring, players, {}).drop_allowed
     if (variant, scoring, players) == ("loo", "pool", 4):
         assert seen["for_pool"] > 0  # §4 playing for the pool was offered and taken
+
+
+def test_playout_finishes_a_trick_part_played_and_equals_step_by_step():
+    """A resumed hand (the expert's guesses) may start mid-trick: `playout` plays it out."""
+    opts = make_options("loo", "pool", 4, {})
+    rng = random.Random(5)
+    resumed = 0
+    for _ in range(200):
+        seed, picks = rng.randbytes(32), random.Random(rng.random())
+        p = po.deal(opts, 0, shuffle(seed))
+        stop = picks.randrange(1, 25)
+        for _ in range(stop):  # a few moves in, maybe mid-trick
+            if p.phase == po.COMPLETE:
+                break
+            po.step(p, picks.choice(po.legal(p)))
+        if p.phase != po.PLAYING or not p.plays:
+            continue
+        resumed += 1
+        q = po.resume(opts, p.dealer, p.hands, p.turn_up, p.boneyard, phase=p.phase,
+                      turn=p.turn, decisions=p.decisions, misses=p.misses,
+                      for_pool=p.for_pool, turn_up_taken=p.turn_up_taken, plays=p.plays,
+                      led=p.led, tricks_won=p.tricks_won, winners=p.winners)
+        state = picks.getstate()
+        po.playout(q, picks.choice)
+        picks.setstate(state)
+        while p.phase != po.COMPLETE:
+            moves = po.legal(p)
+            po.step(p, moves[0] if len(moves) == 1 else picks.choice(moves))
+        assert {k: getattr(q, k) for k in po.Playout.__slots__} == {
+            k: getattr(p, k) for k in po.Playout.__slots__}
+    assert resumed > 20
 
 
 def test_s4_playout_random_hands_end_and_keep_every_tile_once():
