@@ -32,7 +32,7 @@ from ledger.app.service import Ledger
 from ledger.bootstrap import Settings, open_database
 from ledger.core import commands as c
 from ledger.store.base import EventStore
-from workers.queue import InlineDispatcher, RqDispatcher, make_queue, rq_job_id
+from workers.queue import InlineDispatcher, RqDispatcher, forget, make_queue, rq_job_id
 
 Out = Callable[[str], None]
 TABLES = 4
@@ -59,11 +59,13 @@ def purge_queue(queue: Queue) -> None:
     for job_id in ids:
         job = queue.fetch_job(job_id)
         if job is not None:
-            job.delete(remove_from_queue=False)
+            forget(job, remove_from_queue=False)
     queue.delete(delete_jobs=True)
     conn = queue.connection
     # Ended workers leave their record for a minute, no longer in any worker set.
     for key in conn.scan_iter(match=SimpleWorker.redis_worker_namespace_prefix + "*", count=500):
+        if conn.type(key) != b"hash":
+            continue  # a worker's set of executions: it expires with the worker
         queues, death = conn.hmget(key, "queues", "death")
         names = queues.decode() if isinstance(queues, bytes) else str(queues or "")
         if death and queue.name in names.split(","):

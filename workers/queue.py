@@ -7,9 +7,7 @@ import importlib
 import itertools
 import logging
 import math
-import os
 import re
-import socket
 import threading
 import time
 from collections import deque
@@ -19,12 +17,9 @@ from typing import Any
 
 import redis
 from rq import Queue, Retry
-from rq.exceptions import DuplicateJobError, NoSuchJobError
+from rq.exceptions import DuplicateJobError
 from rq.job import Job, JobStatus
-from rq.registry import ScheduledJobRegistry
 from rq.serializers import JSONSerializer
-from rq.utils import as_text, now
-from rq.worker import Worker
 
 from ledger.app.dispatch import Mode
 
@@ -34,10 +29,10 @@ log = logging.getLogger(__name__)
 _JOB_ID_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 # A job that ended may run again under the same id (reconcile re-enqueues waiting tables).
 _ENDED = {JobStatus.FINISHED, JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED}
-RETRY_MAX, RETRY_INTERVALS = 3, [1, 5, 15]  # seconds before each retry
-DEFAULT_JOB_TIMEOUT = 180  # rq's default; past it (+ a margin) a started job is dead for sure
-SCHEDULED_GRACE = 30  # seconds past its time after which a scheduled retry has no scheduler
-DEQUEUE_GRACE = 1.0  # seconds a live worker may hold a job it dequeued before starting it
+# Seconds before each retry. The first is 0: RQ then enqueues the retry of a job whose
+# worker died at once, without waiting for a scheduler (the dead worker may have held the
+# scheduler's lock).
+RETRY_MAX, RETRY_INTERVALS = 3, [0, 5, 15]
 
 
 def resolve(func_path: str) -> Any:
@@ -193,117 +188,6 @@ class Timers:
                 log.exception("timer job %s failed", job_id)
 
 
-def abandoned(job: Job) -> bool:
-    """A "started" job whose worker is gone (killed mid-job), a retry no scheduler will
-    enqueue (see _overdue), or a "queued" job a dead worker had taken off the queue (see
-    _dequeued_by_the_dead): it will never end by itself.
-
-    rq fails such a job only when its started-registry entry expires (job timeout + 60 s)
-    and a maintenance pass notices, many minutes later; until then the reconciler could not
-    re-enqueue the table's job under the same id. Running it again is safe: the expected
-    version decides, so a worker that was alive after all only finds its job stale.
-    """
-    status = job.get_status(refresh=False)
-    if status == JobStatus.SCHEDULED:
-        return _overdue(job)
-    if status == JobStatus.QUEUED:
-        return _dequeued_by_the_dead(job)
-    if status != JobStatus.STARTED:
-        return False
-    started = job.started_at
-    timeout = job.timeout if job.timeout and job.timeout > 0 else DEFAULT_JOB_TIMEOUT
-    if started is not None and (now() - started).total_seconds() > timeout + 60:
-        return True  # the death penalty would have ended it by now
-    if not job.worker_name:
-        return False
-    worker = Worker.find_by_key(Worker.redis_worker_namespace_prefix + job.worker_name,
-                                connection=job.connection)
-    if worker is None:
-        return True  # its registration expired: no heartbeat for worker_ttl seconds
-    return worker.hostname == socket.gethostname() and not _pid_alive(worker.pid,
-                                                                      worker.birth_date)
-
-
-def _dequeued_by_the_dead(job: Job) -> bool:
-    """A queued job that a worker took off the queue and died with before starting it.
-
-    rq's dequeue moves the job into the queue's intermediate list (BLMOVE), and the job
-    leaves it when it starts. A worker killed in between (or while blocked in BLMOVE, when
-    the job arrives before Redis has noticed the closed connection) leaves it there,
-    "queued" but in no queue: rq's maintenance fails it only after 10 minutes or more. A
-    live worker starts it within milliseconds, so one still there after DEQUEUE_GRACE is lost.
-    """
-    queue = Queue(job.origin, connection=job.connection, serializer=job.serializer)
-    deadline = time.monotonic() + DEQUEUE_GRACE
-    while True:
-        dequeued = job.connection.lrange(queue.intermediate_queue_key, 0, -1)
-        if job.id not in {as_text(x) for x in dequeued}:
-            return False  # waiting in the queue, or started
-        if job.id in queue.started_job_registry:
-            return False
-        if time.monotonic() >= deadline:
-            return True
-        time.sleep(0.05)
-
-
-def _overdue(job: Job) -> bool:
-    """A scheduled job (a retry) well past its time: no scheduler is enqueueing it.
-
-    Only the worker holding the queue's scheduler lock moves due jobs (every second). If it
-    is killed, its lock outlives it and the other workers claim the lock only at their next
-    maintenance, every 10 minutes; until then the retry would wait, and its table with it.
-    """
-    registry = ScheduledJobRegistry(job.origin, connection=job.connection,
-                                    serializer=job.serializer)
-    try:
-        due = registry.get_scheduled_time(job)
-    except NoSuchJobError:
-        return False  # being enqueued by the scheduler right now
-    return (now() - due).total_seconds() > SCHEDULED_GRACE
-
-
-def _pid_alive(pid: int | None, born: datetime | None = None) -> bool:
-    """Whether the process `pid`, registered as a worker born at `born`, still runs.
-
-    A pid outlives its process as a zombie (a parent that never waits), and is reused: a
-    restarted container runs its new `loo worker` as pid 1 again. Neither is the worker.
-    """
-    if not pid:
-        return True  # unknown: assume alive
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # exists, owned by someone else
-    state, started = _proc_stat(pid)
-    if state == "Z":
-        return False
-    if started is not None and born is not None:
-        # The worker registers after its process starts; a process started well after the
-        # registration holds a reused pid (margin: /proc/stat's btime is in whole seconds).
-        if born.tzinfo is None:
-            born = born.replace(tzinfo=UTC)  # rq keeps UTC
-        return started <= born.timestamp() + _PID_REUSE_MARGIN
-    return True
-
-
-_PID_REUSE_MARGIN = 2.0  # seconds
-
-
-def _proc_stat(pid: int) -> tuple[str | None, float | None]:
-    """(state, start time as a Unix timestamp) of a process, from /proc (Linux only)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-            fields = f.read().rsplit(")", 1)[1].split()  # after "pid (comm)": field 3 on
-        with open("/proc/stat", encoding="ascii") as f:
-            btime = next(int(line.split()[1]) for line in f if line.startswith("btime "))
-        ticks = int(fields[19])  # field 22, starttime: clock ticks after boot
-        return fields[0], btime + ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, StopIteration, ValueError):
-        return None, None
-
-
 def _meta() -> dict[str, Any] | None:
     """The request that caused the job: its log lines carry the same id (workers/jobs.py)."""
     from ledger.observe import request_id
@@ -313,82 +197,105 @@ def _meta() -> dict[str, Any] | None:
 
 
 class RqDispatcher:
-    """Enqueues to RQ with a deterministic job id: a duplicate of a live job is a no-op."""
+    """Enqueues to RQ with a deterministic job id: a duplicate of a live job is a no-op.
+
+    A job is live while RQ holds it queued, scheduled (a retry, a timer) or started. A
+    started job whose worker died is RQ's to retry: the worker's heartbeat keeps the job's
+    execution in the started registry, and once it stops, the registry's cleanup (run by
+    every `loo worker`, see workers/worker.py) retries the job; no pid or host is looked at.
+    """
 
     mode: Mode = "queued"  # a worker runs the job later: callers must not wait for its events
 
     def __init__(self, queue: Queue) -> None:
         self.queue = queue
+        # Called when Redis could not be reached (`loo worker`: reconcile once it answers).
+        self.on_unreachable: Callable[[], None] = lambda: None
 
-    def enqueue(self, func_path: str, *args: Any, job_id: str) -> None:
-        """Enqueue after a commit; a queue that cannot be reached is logged, not raised.
+    def enqueue(self, func_path: str, *args: Any, job_id: str) -> bool:
+        """Enqueue after a commit; True if a job was enqueued now, False if the same job was
+        still live (or Redis could not be reached: logged, not raised).
 
         The command has committed: raising would answer an error for a move that was
         recorded (and lose a new table's tokens, shown only in that answer). The table
-        then waits as after a crash between commit and enqueue, until the reconciler of
-        `loo worker` enqueues its job again.
+        then waits as after a crash between commit and enqueue, until a reconciler of
+        `loo worker` enqueues its job again (at once when Redis comes back).
         """
-        try:
-            self._enqueue_once(func_path, args, rq_job_id(job_id))
-        except redis.RedisError as err:
-            log.error("job %s not enqueued (%s): the reconciler will enqueue it", job_id, err)
-
-    def _enqueue_once(self, func_path: str, args: tuple[Any, ...], jid: str) -> None:
-        for _ in range(2):
-            try:
-                self._enqueue(func_path, args, jid)
-                return
-            except DuplicateJobError:
-                job = self.queue.fetch_job(jid)
-                if job is not None and job.get_status(refresh=False) not in _ENDED:
-                    if not abandoned(job):
-                        return  # queued, scheduled for a retry, or running
-                    log.warning("job %s: abandoned (%s, worker %s); enqueued again", jid,
-                                job.get_status(refresh=False), job.worker_name)
-                if job is not None:
-                    job.delete(remove_from_queue=True)
-                    # A dead worker's dequeued job: rq must not fail the new one for it later.
-                    self.queue.connection.lrem(self.queue.intermediate_queue_key, 0, jid)
-        log.warning("job %s: could not replace its ended predecessor", jid)
-
-    def _enqueue(self, func_path: str, args: tuple[Any, ...], jid: str) -> None:
         from ledger.metrics import JOBS_ENQUEUED
 
-        self.queue.enqueue(func_path, *args, job_id=jid, unique=True,
-                           retry=Retry(max=RETRY_MAX, interval=RETRY_INTERVALS),
-                           description=f"{func_path}{args!r}", meta=_meta())
-        JOBS_ENQUEUED.labels("rq").inc()
-
-    def schedule(self, func_path: str, *args: Any, at: float, job_id: str) -> None:
-        """Enqueue at Unix time `at` through rq's scheduler (`loo worker` runs it); the id
-        is deterministic, so scheduling twice is one job. A scheduled job well past its time
-        (no scheduler is moving it: its worker died holding the scheduler lock) is enqueued
-        now instead. An unreachable Redis is logged: the reconciler schedules it again."""
         jid = rq_job_id(job_id)
         try:
-            job = self.queue.fetch_job(jid)
-            if job is not None:
-                status = job.get_status(refresh=False)
-                if status == JobStatus.SCHEDULED and _overdue(job):
-                    log.warning("timer %s: overdue, no scheduler moved it; enqueued now", jid)
-                    job.delete(remove_from_queue=True)
-                elif status not in _ENDED and not abandoned(job):
-                    return  # scheduled, queued or running
-                else:
-                    job.delete(remove_from_queue=True)
-            retry = Retry(max=RETRY_MAX, interval=RETRY_INTERVALS)
-            if at <= time.time():  # already due (a timer recovered late): no scheduler needed
-                self.queue.enqueue(func_path, *args, job_id=jid, retry=retry,
-                                   description=f"{func_path}{args!r}", meta=_meta())
-                return
+            done = self._replace_ended(jid, lambda: self.queue.enqueue(
+                func_path, *args, job_id=jid, unique=True, retry=_retry(),
+                description=f"{func_path}{args!r}", meta=_meta()))
+        except redis.RedisError as err:
+            log.error("job %s not enqueued (%s): the reconciler will enqueue it", job_id, err)
+            self.on_unreachable()
+            return False
+        if done:
+            JOBS_ENQUEUED.labels("rq").inc()
+        return done
+
+    def _replace_ended(self, jid: str, enqueue: Callable[[], Any]) -> bool:
+        """Run `enqueue` (unique); a job of that id that has ended is deleted first, a live
+        one is left alone (False)."""
+        for _ in range(3):
+            try:
+                enqueue()
+                return True
+            except DuplicateJobError:
+                job = self.queue.fetch_job(jid)
+                if job is None:
+                    continue  # expired meanwhile
+                if job.get_status(refresh=False) not in _ENDED:
+                    return False  # queued, scheduled (a retry or timer) or running
+                forget(job)
+        log.warning("job %s: could not replace its ended predecessor", jid)
+        return False
+
+    def schedule(self, func_path: str, *args: Any, at: float, job_id: str) -> bool:
+        """Enqueue at Unix time `at` through rq's scheduler (every `loo worker` runs it);
+        the id is deterministic, so scheduling twice is one job. An unreachable Redis is
+        logged: the reconciler schedules it again."""
+        jid = rq_job_id(job_id)
+        common = {"job_id": jid, "retry": _retry(), "description": f"{func_path}{args!r}",
+                  "meta": _meta(), "unique": True}
+        if at <= time.time():  # already due (a timer recovered late): no scheduler needed
+            def enqueue() -> Any:
+                return self.queue.enqueue(func_path, *args, **common)
+        else:
             # rq keeps whole seconds (it would truncate): round up, never early.
-            self.queue.enqueue_at(datetime.fromtimestamp(math.ceil(at), UTC), func_path, *args,
-                                  job_id=jid, retry=retry, description=f"{func_path}{args!r}",
-                                  meta=_meta())
+            when = datetime.fromtimestamp(math.ceil(at), UTC)
+
+            def enqueue() -> Any:
+                return self.queue.enqueue_at(when, func_path, *args, **common)
+        try:
+            return self._replace_ended(jid, enqueue)
         except redis.RedisError as err:
             log.error("timer %s not scheduled (%s): the reconciler will schedule it", job_id,
                       err)
+            self.on_unreachable()
+            return False
 
     def ping(self) -> dict[str, Any]:
         self.queue.connection.ping()
         return {"backend": "rq", "queue": self.queue.name, "queued": self.queue.count}
+
+
+def _retry() -> Retry:
+    return Retry(max=RETRY_MAX, interval=RETRY_INTERVALS)
+
+
+def forget(job: Job, remove_from_queue: bool = True) -> None:
+    """Delete an ended job, so that its id can be enqueued again.
+
+    rq's `Job.delete` reads each of the job's executions; an execution's hash expires up to
+    a minute before its entry in the job's execution registry, and `delete` then raises
+    ValueError ("Execution ... not found"). The job has ended, so none of its executions
+    is running: drop that registry first and delete again.
+    """
+    try:
+        job.delete(remove_from_queue=remove_from_queue)
+    except ValueError:
+        job.connection.delete(job.execution_registry.key)
+        job.delete(remove_from_queue=remove_from_queue)

@@ -7,9 +7,10 @@ enqueueing again for a table whose job is still queued is a no-op.
 
 from __future__ import annotations
 
+import logging
 import threading
 import weakref
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ledger.app import handlers
 from ledger.app.projector import Projection, project
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 # be full replays, every pass, and would evict the tables the jobs are playing).
 _idle: weakref.WeakKeyDictionary[Ledger, dict[str, int]] = weakref.WeakKeyDictionary()
 _idle_lock = threading.Lock()
+log = logging.getLogger(__name__)
 
 
 def waiting_tables(ledger: Ledger) -> list[str]:
@@ -42,12 +44,17 @@ def _scan(ledger: Ledger) -> tuple[list[str], list[tuple[str, Projection]]]:
     out = []
     timed = []
     for table_id in ledger.store.table_ids():
-        known = idle.get(table_id)
-        if known is not None and ledger.store.version(table_id) == known:
+        try:
+            known = idle.get(table_id)
+            if known is not None and ledger.store.version(table_id) == known:
+                continue
+            # An idle table is folded outside the ledger's cache, to keep the jobs' tables
+            # there.
+            cached = ledger.cached(table_id) is not None
+            p = ledger.load(table_id) if cached else project(ledger.store.load(table_id))
+        except Exception:  # one table that cannot be read must not hide the others
+            log.exception("reconcile: table %s not read", table_id)
             continue
-        # An idle table is folded outside the ledger's cache, to keep the jobs' tables there.
-        cached = ledger.cached(table_id) is not None
-        p = ledger.load(table_id) if cached else project(ledger.store.load(table_id))
         if handlers.next_command(p) is not None:
             idle.pop(table_id, None)
             out.append(table_id)
@@ -59,19 +66,36 @@ def _scan(ledger: Ledger) -> tuple[list[str], list[tuple[str, Projection]]]:
     return out, timed
 
 
-def reconcile(ledger: Ledger) -> int:
+class Reconciled(NamedTuple):
+    """One pass: tables waiting on a job, jobs enqueued by this pass (a job still queued,
+    scheduled or running under the same id is not enqueued again), and tables whose job or
+    timer could not be handed over (logged; the next pass tries again)."""
+
+    waiting: int
+    enqueued: int
+    failed: int
+
+
+def reconcile(ledger: Ledger) -> Reconciled:
     """Enqueue the job of every waiting table, and schedule the turn timer of every table
     where a person is on the clock (a lost timer is scheduled again, from the time the turn
-    began); returns how many tables were waiting on a job (a job still queued or running
-    under the same id is not enqueued twice, nor a timer still scheduled)."""
+    began). Each table is its own step: one that raises is logged and the pass goes on."""
     jobs, timed = _scan(ledger)
-    count = 0
+    enqueued = failed = 0
     for table_id in jobs:
-        if ledger.dispatch(table_id):
-            count += 1
+        try:
+            if ledger.dispatch(table_id):
+                enqueued += 1
+        except Exception:
+            log.exception("reconcile: table %s: job not enqueued", table_id)
+            failed += 1
     for table_id, p in timed:
-        ledger.schedule_timer(table_id, p)
-    return count
+        try:
+            ledger.schedule_timer(table_id, p)
+        except Exception:
+            log.exception("reconcile: table %s: timer not scheduled", table_id)
+            failed += 1
+    return Reconciled(len(jobs), enqueued, failed)
 
 
 def recover_timers(ledger: Ledger) -> int:
@@ -80,5 +104,8 @@ def recover_timers(ledger: Ledger) -> int:
     many were scheduled."""
     count = 0
     for table_id, p in timed_tables(ledger):
-        count += ledger.schedule_timer(table_id, p)
+        try:
+            count += ledger.schedule_timer(table_id, p)
+        except Exception:
+            log.exception("timer of table %s not scheduled", table_id)
     return count

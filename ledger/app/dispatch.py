@@ -14,9 +14,11 @@ Mode = Literal["inline", "queued"]
 class Dispatcher(Protocol):
     mode: Mode
 
-    def enqueue(self, func_path: str, *args: Any, job_id: str) -> None: ...
+    def enqueue(self, func_path: str, *args: Any, job_id: str) -> bool | None:
+        """Run the job after the command; False: the same job id was still queued or
+        running, so nothing was enqueued (None or True: handed over)."""
 
-    def schedule(self, func_path: str, *args: Any, at: float, job_id: str) -> None:
+    def schedule(self, func_path: str, *args: Any, at: float, job_id: str) -> bool | None:
         """Run the job at Unix time `at` (turn timers); the same job id is one job."""
 
     def ping(self) -> dict[str, Any]: ...

@@ -440,7 +440,8 @@ class Ledger:
         """Enqueue the worker job this table waits on (a settlement or a bot), if any, and
         schedule the turn timer of a person to act at a table with options.turn_seconds.
         `turn_started` (Unix seconds) is when the table reached `p` (default: read from the
-        store for a timer)."""
+        store for a timer). True if a job was handed over now; False if none is owed, or the
+        dispatcher found the same job still queued or running (and left it)."""
         p = p or self.load(table_id)
         if self.dispatcher is None:
             return False
@@ -453,8 +454,8 @@ class Ledger:
             self.dispatcher.schedule(JOB_ADVANCE, table_id, p.version, at=time.time(),
                                      job_id=job_id)
             return True
-        self.dispatcher.enqueue(JOB_ADVANCE, table_id, p.version, job_id=job_id)
-        return True
+        return self.dispatcher.enqueue(JOB_ADVANCE, table_id, p.version,
+                                       job_id=job_id) is not False
 
     # ---- turn timers ----------------------------------------------------------------------
     def turn_started(self, table_id: str, p: Projection) -> float:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import importlib
 import logging
 import os
@@ -272,40 +271,64 @@ def worker(burst: bool, reconcile_every: float) -> None:
         raise ConfigError("REDIS_URL: not set; `loo worker` takes its jobs from Redis "
                           "(e.g. REDIS_URL=redis://127.0.0.1:6379/0); without it the API "
                           "runs jobs in-process and needs no worker")
-    from rq import SimpleWorker
+    import redis
 
     from workers import runtime
+    from workers.worker import LooWorker, Maintenance
 
     container = bootstrap(s)
     runtime.install(container.ledger)  # jobs in this process use this ledger
-    die_with_this_process()  # rq forks its scheduler: it must not outlive a killed worker
     queue = container.queue
     assert queue is not None
-    if reconcile_every > 0:
+
+    def reconcile() -> None:
         reconcile_once(container.ledger)
-        if not burst:
-            _every(reconcile_every, lambda: reconcile_once(container.ledger))
-    rq_worker = SimpleWorker([queue], connection=queue.connection, serializer=queue.serializer)
-    rq_worker.work(burst=burst, with_scheduler=True, logging_level=s.log_level)
 
-
-def die_with_this_process() -> None:
-    """Children forked from now on get SIGTERM when this process dies, even by SIGKILL.
-
-    Linux only (prctl PR_SET_PDEATHSIG); elsewhere a no-op.
-    """
-    parent = os.getpid()
-
-    def in_child() -> None:
+    if reconcile_every > 0:
+        reconcile()
+    maintenance: Maintenance | None = None
+    while True:
+        rq_worker = LooWorker([queue], connection=queue.connection, serializer=queue.serializer)
+        if maintenance is None:
+            maintenance = Maintenance(rq_worker, queue, reconcile, reconcile_every, s.log_level)
+            if hasattr(container.dispatcher, "on_unreachable"):  # a job's follow-up was lost
+                container.dispatcher.on_unreachable = maintenance.redis_lost
+            if burst:
+                maintenance.tick()  # abandoned and due jobs first, then drain the queue
+            else:
+                maintenance.start()
+        maintenance.worker = rq_worker
         try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
+            rq_worker.work(burst=burst, logging_level=s.log_level)
+        except redis.RedisError as err:  # its teardown could not reach Redis either
+            log.error("rq worker: %s", err)
+        if burst or rq_worker.stop_signalled or not _wait_for_redis(queue):
+            maintenance.stop()
             return
-        if os.getppid() != parent:  # the parent died before prctl took effect
-            os.kill(os.getpid(), signal.SIGTERM)
+        # rq ends its loop on an error it did not expect (Redis lost mid-job): go on.
+        log.warning("rq worker loop ended; starting it again")
+        maintenance.redis_lost()
 
-    os.register_at_fork(after_in_child=in_child)
+
+def _wait_for_redis(queue: Any) -> bool:
+    """Until Redis answers (True), or a stop signal (False)."""
+    import redis
+    from rq.exceptions import StopRequested
+
+    delay = 0.1
+    while True:
+        try:
+            queue.connection.ping()
+            return True
+        except redis.RedisError:
+            pass
+        except StopRequested:
+            return False
+        try:
+            time.sleep(delay)
+        except StopRequested:
+            return False
+        delay = min(delay * 2, 1.0)
 
 
 def reconcile_once(ledger: Any) -> None:
@@ -318,22 +341,14 @@ def reconcile_once(ledger: Any) -> None:
         log.exception("webhook sweep failed")
 
     try:
-        count = reconcile(ledger)
+        done = reconcile(ledger)
     except Exception:  # the next round tries again; the worker keeps working
         log.exception("reconcile failed")
         return
-    if count:
-        log.info("reconcile: %d table(s) waiting on a job; each job enqueued once (a job "
-                 "still queued or running is left as it is)", count)
-
-
-def _every(seconds: float, fn: Any) -> None:
-    def loop() -> None:
-        while True:
-            time.sleep(seconds)
-            fn()
-
-    threading.Thread(target=loop, name="loo-reconcile", daemon=True).start()
+    if done.waiting or done.failed:
+        log.info("reconcile: %d table(s) waiting on a worker, %d job(s) enqueued (the others "
+                 "were still queued, scheduled or running), %d failed", done.waiting,
+                 done.enqueued, done.failed)
 
 
 # ---- db ----------------------------------------------------------------------------------

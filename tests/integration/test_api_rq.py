@@ -15,8 +15,14 @@ from ledger.bootstrap import Container, Settings
 from ledger.core import commands as c
 from ledger.store.base import EventStore
 from tests.e2e.club import Club, Table
-from tests.integration.worker_helpers import check_table, drain, four_bots, hand_done, seeded
-from workers import reconcile
+from tests.integration.worker_helpers import (
+    check_table,
+    drain,
+    four_bots,
+    hand_done,
+    seeded,
+    wait_until,
+)
 from workers.queue import RqDispatcher, rq_job_id
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
@@ -74,11 +80,15 @@ def test_idempotent_repeats_through_rq_give_the_first_answers_after_the_bots_mov
 
 
 def test_a_job_a_dead_worker_dequeued_but_never_started_is_enqueued_again(
-        store: EventStore, queue: Any, worker_ledger: Ledger) -> None:
+        store: EventStore, queue: Any, worker_ledger: Ledger,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """rq's dequeue moves a job from the queue into its intermediate list and takes it out
-    when the job starts. A worker killed in between leaves the job "queued" but in no queue,
-    until rq's maintenance fails it 10 minutes or more later: the reconciler must take it
-    over, as it does a started job whose worker died."""
+    when the job starts. A worker killed in between leaves the job "queued" but in no queue;
+    rq's cleanup of that list retries it only after a minute: a worker's maintenance does
+    so after STUCK_DEQUEUED seconds (0 here, so two passes: seen, then retried)."""
+    from workers import worker as loo_worker
+
+    monkeypatch.setattr(loo_worker, "STUCK_DEQUEUED", 0)
     ledger = Ledger(store, RqDispatcher(queue), seeds=seeded(11))
     table_id, _, _ = ledger.create_table(four_bots())
     ledger.execute(table_id, c.StartHand())
@@ -91,7 +101,14 @@ def test_a_job_a_dead_worker_dequeued_but_never_started_is_enqueued_again(
     assert queue.connection.lmove(queue.key, queue.intermediate_queue_key) == jid.encode()
     drain(queue)
     assert handlers.next_command(ledger.load(table_id)) is not None  # stuck
-    assert reconcile.reconcile(worker_ledger) == 1  # a worker's pass, at start or later
+    maintenance = loo_worker.Maintenance(
+        loo_worker.LooWorker([queue], connection=queue.connection, serializer=queue.serializer),
+        queue, reconcile=lambda: None, reconcile_every=0)
+    try:
+        wait_until(lambda: (maintenance.tick(), queue.get_job_ids() == [jid])[1],
+                   what="the lost job enqueued again")
+    finally:
+        maintenance.stop()
     assert queue.intermediate_queue.get_job_ids() == []
     drain(queue)
     assert hand_done(ledger, table_id)

@@ -154,11 +154,14 @@ def _race_advance(ledgers: list[Ledger], table_id: str, version: int) -> None:
 
 
 @pytest.mark.parametrize("held", [1, 3], ids=["at_its_first_move", "at_its_third_move"])
-def test_worker_killed_mid_job_recovers_after_reconcile(held: int, db_url: str,
-                                                         store: EventStore, queue: Any,
-                                                         redis_url: str) -> None:
+def test_worker_killed_mid_job_its_job_is_retried_by_rq(held: int, db_url: str,
+                                                        store: EventStore, queue: Any,
+                                                        redis_url: str) -> None:
+    """No reconciler: the job's execution stops being heartbeated, rq's started-registry
+    cleanup (run by the other worker's maintenance) retries it, and the hand ends."""
     ledger = Ledger(store, RqDispatcher(queue), seeds=seeded(3))
     worker = worker_process(db_url, redis_url, queue.name, "--reconcile-every", "0")
+    fresh = None
     try:
         table_id, _, _ = ledger.create_table(four_bots())
         play_hands(ledger, table_id, 2)  # the running worker plays these
@@ -173,20 +176,17 @@ def test_worker_killed_mid_job_recovers_after_reconcile(held: int, db_url: str,
             # A killed client's transaction dies with it; end it now rather than when
             # PostgreSQL notices the closed socket.
             hold.execute("SELECT pg_terminate_backend(%s)", (backend,))
+        p = ledger.load(table_id)
+        assert handlers.next_command(p) is not None  # stuck: waiting on a worker
+        # A job's moves are one append: killed mid-job, it leaves all or none of them.
+        assert p.version == version
+        fresh = worker_process(db_url, redis_url, queue.name, "--reconcile-every", "0")
+        wait_until(lambda: hand_done(ledger, table_id), timeout=30, what="the job retried")
+        check_table(store, table_id, hands=3)
     finally:
-        if worker.poll() is None:
-            kill9(worker)
-    p = ledger.load(table_id)
-    assert handlers.next_command(p) is not None  # stuck: waiting on a worker
-    # A job's moves are one append: killed mid-job, it leaves all or none of them.
-    assert p.version == version
-    assert job.get_status() == JobStatus.STARTED  # abandoned: rq frees it only after a timeout
-    # `loo worker --burst` reconciles at start, then drains the queue.
-    fresh = worker_process(db_url, redis_url, queue.name, "--burst")
-    out, _ = fresh.communicate(timeout=60)
-    assert fresh.returncode == 0, out.decode(errors="replace")
-    assert hand_done(ledger, table_id)
-    check_table(store, table_id, hands=3)
+        for proc in (worker, fresh):
+            if proc is not None and proc.poll() is None:
+                kill9(proc)
 
 
 # ---- penalty caps (RULES §8.5) -----------------------------------------------------------

@@ -156,6 +156,9 @@ def hold_version(database_url: str, table_id: str, version: int) -> Iterator[psy
 
 def blocked_backends(conn: psycopg.Connection) -> list[int]:
     """Backends of this database waiting on a lock (other than the given connection)."""
+    # pg_stat_activity is read once per transaction, and `conn` is inside one (the hold):
+    # look again each time.
+    conn.execute("SELECT pg_stat_clear_snapshot()")
     rows = conn.execute(
         "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
         "AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()").fetchall()
@@ -166,7 +169,7 @@ def worker_process(database_url: str, redis_url: str, queue_name: str,
                    *args: str) -> subprocess.Popen[bytes]:
     """A real `loo worker` process on the given queue."""
     env = {**os.environ, "DATABASE_URL": database_url, "REDIS_URL": redis_url,
-           "LOO_QUEUE_PREFIX": queue_name, "LOO_LOG_LEVEL": "WARNING"}
+           "LOO_QUEUE_PREFIX": queue_name, "LOO_LOG_LEVEL": os.environ.get("DBG_LEVEL", "WARNING")}
     # A session of its own: kill9 takes the worker with its rq scheduler child.
     return subprocess.Popen([LOO, "worker", *args], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, start_new_session=True)

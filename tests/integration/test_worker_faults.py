@@ -1,0 +1,145 @@
+"""Worker faults (issue 16), on a redis-server of the test's own: a worker killed with
+SIGKILL mid-job, and Redis stopped and started under play. Each plays all-bot tables
+(auto_deal, max_hands) to their end through real `loo worker` processes, and audits them."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from rq.job import JobStatus
+
+from ledger.app import handlers
+from ledger.app.service import Ledger
+from ledger.store.base import EventStore
+from tests.integration.redis_server import RedisServer
+from tests.integration.worker_helpers import (
+    blocked_backends,
+    check_table,
+    four_bots,
+    hold_version,
+    kill9,
+    seeded,
+    wait_until,
+    worker_process,
+)
+from workers.queue import RqDispatcher, make_queue, rq_job_id
+
+pytestmark = [pytest.mark.postgres]
+
+HANDS = 3
+LONG = 60  # hands of the tables Redis stops under: still playing when it does
+
+
+@pytest.fixture
+def own_redis() -> Iterator[RedisServer]:
+    server = RedisServer()
+    try:
+        server.start()
+        yield server
+    finally:
+        server.remove()
+
+
+def _closed(ledger: Ledger, table_id: str) -> bool:
+    return ledger.load(table_id).table.status == "closed"
+
+
+def _output(proc: Any) -> str:
+    if proc.poll() is None:
+        kill9(proc)
+    return proc.stdout.read().decode(errors="replace")[-30000:]
+
+
+def test_a_job_of_a_worker_killed_mid_job_runs_again_within_30_s(
+        db_url: str, store: EventStore, own_redis: RedisServer) -> None:
+    """SIGKILL lands while the worker appends (its append is held on a row lock): nothing
+    of the job stands, and the other worker runs it again within 30 s, found by rq's own
+    heartbeat and registry cleanup (reconciler off: no store scan helps)."""
+    queue = make_queue(own_redis.url, f"loo-kill-{uuid.uuid4().hex[:8]}")
+    ledger = Ledger(store, RqDispatcher(queue), seeds=seeded(21))
+    table_id, _, p = ledger.create_table(four_bots(auto_deal=True, max_hands=HANDS))
+    version = p.version  # its first job waits in the queue: no worker yet
+    victim = worker_process(db_url, own_redis.url, queue.name, "--reconcile-every", "0")
+    other = None
+    try:
+        with hold_version(db_url, table_id, version + 1) as hold:
+            (backend,) = wait_until(lambda: blocked_backends(hold), timeout=30,
+                                    what="the worker blocked mid-job")
+            job = queue.fetch_job(rq_job_id(f"advance:{table_id}:{version}"))
+            assert job is not None and job.get_status() == JobStatus.STARTED
+            other = worker_process(db_url, own_redis.url, queue.name, "--reconcile-every", "0")
+            kill9(victim)
+            killed = time.monotonic()
+            # Its transaction dies with it; end it now rather than when PostgreSQL notices.
+            hold.execute("SELECT pg_terminate_backend(%s)", (backend,))
+        assert ledger.load(table_id).version == version  # all of the job's append, or none
+        wait_until(lambda: ledger.load(table_id).version > version, timeout=30,
+                   what="the killed worker's job run again")
+        recovered = time.monotonic() - killed
+        assert recovered < 30
+        wait_until(lambda: _closed(ledger, table_id), timeout=120, what="the table's end")
+        check_table(store, table_id, hands=HANDS)
+        print(f"table moved again {recovered:.1f} s after the kill")
+    except BaseException:
+        for proc in (victim, other):
+            if proc is not None:
+                print(_output(proc))
+        raise
+    finally:
+        for proc in (victim, other):
+            if proc is not None and proc.poll() is None:
+                kill9(proc)
+        queue.connection.close()
+
+
+def test_tables_move_again_within_10_s_of_redis_coming_back(
+        db_url: str, store: EventStore, own_redis: RedisServer) -> None:
+    """Redis stops under play (every queued job, registry and lock is lost: it keeps
+    nothing) and starts again: every table with work owed moves within 10 s, because the
+    workers enqueue what the event store says is owed as soon as Redis answers, not at
+    their next reconcile tick (60 s)."""
+    queue = make_queue(own_redis.url, f"loo-outage-{uuid.uuid4().hex[:8]}")
+    ledger = Ledger(store, RqDispatcher(queue), seeds=seeded(22))
+    workers = [worker_process(db_url, own_redis.url, queue.name) for _ in range(2)]
+    try:
+        tables = [ledger.create_table(four_bots(auto_deal=True, max_hands=LONG))[0]
+                  for _ in range(3)]
+        start = {t: ledger.load(t).version for t in tables}
+        wait_until(lambda: all(ledger.load(t).version > start[t] for t in tables),
+                   timeout=60, what="every table playing")
+        own_redis.stop()
+        # Whatever was running ends; nothing new can be enqueued. Wait for the tables to
+        # stand still (two equal looks), then start Redis again.
+        last: dict[str, int] = {}
+
+        def still() -> bool:
+            now = {t: ledger.load(t).version for t in tables}
+            same = now == last
+            last.update(now)
+            return same
+
+        wait_until(still, timeout=30, what="play stopped with Redis")
+        owed = [t for t in tables if handlers.next_command(ledger.load(t)) is not None]
+        assert owed, "no table was waiting on a worker when Redis stopped"
+        own_redis.start()
+        back = time.monotonic()
+        wait_until(lambda: all(ledger.load(t).version > last[t] for t in owed), timeout=10,
+                   what="every table with work owed moving again")
+        print(f"{len(owed)} table(s) moved again within {time.monotonic() - back:.1f} s")
+        wait_until(lambda: all(_closed(ledger, t) for t in tables), timeout=120,
+                   what="every table's end")
+        for t in tables:
+            check_table(store, t, hands=LONG)
+    except BaseException:
+        for proc in workers:
+            print(_output(proc))
+        raise
+    finally:
+        for proc in workers:
+            if proc.poll() is None:
+                kill9(proc)
+        queue.connection.close()

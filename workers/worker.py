@@ -1,0 +1,238 @@
+"""`loo worker`: an RQ worker whose liveness is RQ's own heartbeat, and the maintenance
+every worker process runs beside it, each step on RQ's own machinery.
+
+- Liveness. `LooWorker` runs jobs in its own process (rq's SimpleWorker: the ledger's
+  cache stays warm) and, like rq's forking Worker does for its work horse, heartbeats the
+  job's execution while it runs: every HEARTBEAT_SECONDS it extends the execution's entry
+  in the queue's StartedJobRegistry to EXECUTION_TTL seconds ahead. A worker killed
+  anywhere (this host or another) stops heartbeating, its entry expires, and rq's
+  `StartedJobRegistry.cleanup` retries the job (`Retry`, first interval 0: enqueued at
+  once). No pid, host or /proc is looked at.
+- Maintenance (`Maintenance.tick`, every MAINTENANCE_SECONDS in a thread of each `loo
+  worker`): that cleanup; a job a dead worker had dequeued but not started (rq's
+  IntermediateQueue cleanup, after STUCK_DEQUEUED seconds rather than rq's minute); rq's
+  scheduler (`RQScheduler`, run in this thread rather than a forked child: no child to
+  leave a zombie); a scheduled job overdue by OVERDUE_SCHEDULED seconds (its scheduler
+  died holding the lock, which outlives it for a minute) requeued through rq's registry;
+  and the reconciler, which derives what is owed from the event store (the outbox): every
+  `reconcile_every` seconds, and at once when Redis answers again after an outage.
+  Every step is isolated: one that raises is logged and the others still run.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import redis
+from redis.exceptions import LockError
+from rq import Queue, SimpleWorker
+from rq.exceptions import InvalidJobOperation, NoSuchJobError
+from rq.intermediate_queue import IntermediateQueue
+from rq.job import Job
+from rq.scheduler import RQScheduler
+from rq.utils import current_timestamp, now
+from rq.worker import WorkerStatus
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_SECONDS = 3  # a running job's execution is extended this often
+EXECUTION_TTL = 12  # seconds a started job's execution lives past its last heartbeat
+WORKER_TTL = 20  # rq's worker_ttl: an idle worker blocks on the queue for 5 s at a time
+MAINTENANCE_SECONDS = 1  # whole seconds: rq gives it to Redis as a lock time
+STUCK_DEQUEUED = 5  # seconds a dequeued job may wait to start before it counts as lost
+OVERDUE_SCHEDULED = 10  # seconds past its time a scheduled job waits for the scheduler
+MAINTENANCE_LOCK_SECONDS = 30  # one worker cleans at a time; a dead one's lock expires
+
+
+class LooWorker(SimpleWorker):
+    """rq's SimpleWorker with its job's execution heartbeated while the job runs."""
+
+    # Redis gone: try again every second (rq backs off up to a minute), so a worker takes
+    # jobs again within a second of Redis coming back.
+    max_connection_wait_time = 1.0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("worker_ttl", WORKER_TTL)
+        kwargs.setdefault("job_monitoring_interval", HEARTBEAT_SECONDS)
+        super().__init__(*args, **kwargs)
+        self.stop_signalled = False
+
+    def get_heartbeat_ttl(self, job: Job, working_time: float = 0.0) -> int:
+        """The execution's time to live: short, because it is extended while the job runs
+        (SimpleWorker's default, the job timeout + 60 s, assumes nobody heartbeats)."""
+        return EXECUTION_TTL
+
+    def execute_job(self, job: Job, queue: Queue) -> None:
+        execution = self.prepare_execution(job)
+        stop = threading.Event()
+        beat = threading.Thread(target=self._beat, args=(job, execution, stop),
+                                name="loo-heartbeat", daemon=True)
+        beat.start()
+        try:
+            self.perform_job(job, queue, execution)
+        finally:
+            stop.set()
+            beat.join()
+        self.set_state(WorkerStatus.IDLE)
+
+    def _beat(self, job: Job, execution: Any, stop: threading.Event) -> None:
+        while not stop.wait(self.job_monitoring_interval):
+            try:
+                self.maintain_heartbeats(job, execution)
+            except redis.RedisError as err:
+                log.warning("job %s: heartbeat not sent (%s)", job.id, err)
+
+    def request_stop(self, signum: Any, frame: Any) -> None:
+        self.stop_signalled = True  # SIGTERM / SIGINT: `loo worker` ends after this run
+        super().request_stop(signum, frame)
+
+
+class _Dequeued(IntermediateQueue):
+    """rq's intermediate list (jobs a worker took off the queue and has not started yet),
+    with a shorter grace than rq's minute: a live worker starts a job within milliseconds."""
+
+    def should_be_cleaned_up(self, job_id: str) -> bool:
+        first_seen = self.get_first_seen(job_id)
+        return first_seen is not None and now() - first_seen > timedelta(
+            seconds=STUCK_DEQUEUED)
+
+
+class Maintenance:
+    """What each `loo worker` runs beside its worker loop, once per MAINTENANCE_SECONDS."""
+
+    def __init__(self, worker: LooWorker, queue: Queue, reconcile: Callable[[], Any],
+                 reconcile_every: float, logging_level: str = "INFO") -> None:
+        self.worker, self.queue, self.reconcile = worker, queue, reconcile
+        self.reconcile_every = reconcile_every
+        self.scheduler = RQScheduler([queue], connection=queue.connection,
+                                     serializer=queue.serializer,
+                                     interval=int(MAINTENANCE_SECONDS),
+                                     logging_level=logging_level)
+        self.redis_up = True  # bootstrap has just pinged it
+        self.run_id: str | None = None  # Redis's: a new one means it restarted
+        self._lost = threading.Event()
+        self._step("Redis's run id", self._read_run_id)
+        self.next_reconcile = (time.monotonic() + reconcile_every if reconcile_every > 0
+                               else float("inf"))
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # ---- the loop ------------------------------------------------------------------------
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="loo-maintenance", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self._step("scheduler stop", self.scheduler.stop)  # releases its lock
+
+    def _loop(self) -> None:
+        while not self._stop.wait(MAINTENANCE_SECONDS):
+            self.tick()
+
+    def tick(self) -> None:
+        """One pass; never raises."""
+        if not self._redis_answers():
+            return
+        self._step("abandoned jobs", self.retry_abandoned)
+        self._step("scheduler", self.run_scheduler)
+        if time.monotonic() >= self.next_reconcile:
+            self.reconcile_now()
+
+    def reconcile_now(self) -> None:
+        """A reconciler pass now (none when `--reconcile-every 0` turned it off)."""
+        if self.reconcile_every <= 0:
+            return
+        self.next_reconcile = time.monotonic() + self.reconcile_every
+        self._step("reconcile", self.reconcile)
+
+    def _read_run_id(self) -> None:
+        self.run_id = self.queue.connection.info("server").get("run_id")
+
+    def redis_lost(self) -> None:
+        """Something in this process lost Redis (the worker loop ended on it, a job's
+        follow-up was not enqueued): reconcile as soon as it answers, however short the
+        outage was."""
+        self._lost.set()
+
+    def _redis_answers(self) -> bool:
+        try:
+            run_id = self.queue.connection.info("server").get("run_id")
+        except redis.RedisError as err:
+            if self.redis_up:
+                log.error("Redis unreachable (%s): jobs wait; reconciling when it is back",
+                          err)
+            self.redis_up = False
+            return False
+        # A restarted Redis (a new run_id) may have lost every queued job, even if no ping
+        # of ours fell in its outage.
+        restarted = self.run_id is not None and run_id != self.run_id
+        self.run_id = run_id
+        if not self.redis_up or restarted or self._lost.is_set():
+            # Jobs enqueued while it was down were never recorded, and a restarted Redis
+            # may have lost its queue: what is owed comes from the event store.
+            log.warning("Redis answers again%s: enqueueing what the event store says is "
+                        "owed", " (restarted)" if restarted else "")
+            self.redis_up = True
+            self._lost.clear()
+            self._step("abandoned jobs", self.retry_abandoned)
+            self.reconcile_now()
+        return True
+
+    @staticmethod
+    def _step(what: str, fn: Callable[[], Any]) -> None:
+        try:
+            fn()
+        except Exception:  # one failing step must not stop the others, nor the loop
+            log.exception("maintenance: %s failed", what)
+
+    # ---- the steps -----------------------------------------------------------------------
+    def retry_abandoned(self) -> None:
+        """rq's own cleanup, by one worker at a time: a started job whose execution was not
+        heartbeated for EXECUTION_TTL seconds is retried (or failed, retries spent); a
+        dequeued job not started within STUCK_DEQUEUED seconds likewise; a scheduled job
+        OVERDUE_SCHEDULED seconds late is enqueued."""
+        lock = self.queue.connection.lock(f"loo:maintenance:{self.queue.name}",
+                                          timeout=MAINTENANCE_LOCK_SECONDS)
+        if not lock.acquire(blocking=False):
+            return
+        try:
+            self._step("started registry cleanup", self.queue.started_job_registry.cleanup)
+            self._step("dequeued jobs", lambda: _Dequeued(
+                self.queue.key, self.queue.connection).cleanup(self.worker, self.queue))
+            self._step("overdue scheduled jobs", self.requeue_overdue)
+        finally:
+            try:
+                lock.release()
+            except LockError:
+                pass  # expired meanwhile
+
+    def requeue_overdue(self) -> int:
+        registry = self.queue.scheduled_job_registry
+        count = 0
+        for job_id in registry.get_jobs_to_schedule(current_timestamp() - OVERDUE_SCHEDULED):
+            try:
+                registry.requeue(job_id)
+            except (InvalidJobOperation, NoSuchJobError):
+                continue  # the scheduler took it meanwhile, or it expired
+            log.warning("job %s: overdue, no scheduler moved it; enqueued", job_id)
+            count += 1
+        return count
+
+    def run_scheduler(self) -> None:
+        """rq's scheduler, in this thread: the worker holding the queue's lock enqueues the
+        scheduled jobs (retries, turn timers) that are due."""
+        s = self.scheduler
+        if not s.acquired_locks:
+            if not s.acquire_locks():
+                return
+            s.register_birth()
+        s.heartbeat()  # keeps the lock; drops it if another scheduler took it over
+        s.enqueue_scheduled_jobs()
