@@ -493,6 +493,21 @@ def bench_api(database_url: str | None, seconds: float, clients: int, threads: i
     api.run(s.database_url, seconds=seconds, clients=clients, threads=threads, out=click.echo)
 
 
+@bench.command("parts")
+@click.option("--database-url", envvar="DATABASE_URL", default=None,
+              help="a postgresql:// database for the pool, replay and worker parts "
+                   "[default: $DATABASE_URL]")
+@click.option("--only", multiple=True, metavar="PART",
+              type=click.Choice(["json_encode", "json_decode", "replay_decode", "pool",
+                                 "worker"]), help="measure only this part (repeatable)")
+def bench_parts(database_url: str | None, only: tuple[str, ...]) -> None:
+    """Each hand-made part (JSON encoder and decoder, LIFO pool, gunicorn worker) against
+    the stock part it stands in for."""
+    parts = bench_module("parts")
+
+    parts.run(database_url or "", only=only, out=click.echo)
+
+
 @bench.command("feed")
 @click.option("--database-url", envvar="DATABASE_URL", default=None,
               help="a postgresql:// database (a fresh schema, dropped after); "

@@ -1,4 +1,4 @@
-"""Smoke runs of `loo bench workers` and `loo bench api` with tiny parameters: no rot."""
+"""Smoke runs of `loo bench workers`, `api` and `parts` with tiny parameters: no rot."""
 
 from __future__ import annotations
 
@@ -50,6 +50,26 @@ def test_bench_api_prints_its_ratios_and_stops(pg_url: str) -> None:
     with psycopg.connect(pg_url) as conn:
         assert conn.execute("SELECT to_regclass(%s)", (api.BARE_TABLE,)).fetchone() == (None,)
     assert _schemas(pg_url, "loo_bench_api_%") == []  # both servers' scratch schema is dropped
+
+
+def test_bench_parts_prints_each_parts_ratios_and_cleans_up(pg_url: str) -> None:
+    from bench import parts
+
+    lines: list[str] = []
+    ratios = {**parts.json_encode(lines.append), **parts.json_decode(lines.append),
+              **parts.replay_decode(pg_url, lines.append, count=200),
+              **parts.pool(pg_url, lines.append, seconds=0.4, rounds=2),
+              **parts.worker(pg_url, lines.append, seconds=0.5, rounds=1, clients=2)}
+    assert set(ratios) == {
+        "json_encode_stock_over_ours", "json_decode_jsonloads_over_loadjson",
+        "json_decode_loadjson_over_orjson", "replay_jsonloads_over_loadjson",
+        "replay_loadjson_over_orjson", "pool_lifo_over_stock_1client",
+        "pool_lifo_over_stock_8clients", "worker_p99_gthread_over_balanced",
+        "worker_p99_reuseport_over_balanced"}
+    assert all(value > 0 for value in ratios.values()), ratios
+    assert [line.split(":")[0] for line in lines] == [
+        "json_encode", "json_decode", "replay_decode", "pool", "worker"]
+    assert _schemas(pg_url, "loo_bench_parts_%") == []
 
 
 def _schemas(url: str, like: str) -> list[str]:
