@@ -24,6 +24,7 @@ OPTIONS = (orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROU
            | orjson.OPT_PASSTHROUGH_DATACLASS)
 
 
+# Kept: `loo bench parts` json_encode, a 2.7 KB action answer: 15.5 µs, Flask's own 121 µs.
 class OrjsonProvider(DefaultJSONProvider):
     def encode(self, obj: Any) -> bytes:
         """The compact, key-sorted JSON of `obj` as UTF-8 bytes."""
