@@ -170,9 +170,11 @@ def _serve(host: str, port: int, workers: int, threads: int, streams: int | None
 def listen(host: str, port: int, backlog: int = 2048) -> socket.socket:
     """A listening TCP socket on host:port, as gunicorn would make it (SO_REUSEADDR, its
     default backlog), or a configuration error naming the address and the reason."""
+    # As gunicorn picks it: IPv6 for an IPv6 literal, else IPv4 (so "localhost" is 127.0.0.1).
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
     try:
         family, kind, proto, _, addr = socket.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+            host.strip("[]"), port, family, socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
     except socket.gaierror as err:
         raise ConfigError(f"--host: cannot resolve {host!r}: {err.strerror}") from None
     sock = socket.socket(family, kind, proto)
