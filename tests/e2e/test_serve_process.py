@@ -315,3 +315,21 @@ def test_serving_on_names_the_bound_port_and_it_accepts_at_once(tmp_path: Path) 
             proc.kill()
             proc.wait()
         log.close()
+
+
+def test_listen_picks_the_family_as_gunicorn_did() -> None:
+    from ledger.bootstrap import ConfigError
+    from ledger.cli.main import listen
+
+    for host, family in (("localhost", socket.AF_INET), ("127.0.0.1", socket.AF_INET),
+                         ("::1", socket.AF_INET6), ("[::1]", socket.AF_INET6)):
+        try:
+            s = listen(host, 0)
+        except ConfigError:
+            if family == socket.AF_INET6:
+                continue  # a machine without IPv6
+            raise
+        with s:
+            assert s.family == family, host
+    with pytest.raises(ConfigError, match="--host"):
+        listen("no-such-host.invalid", 0)
