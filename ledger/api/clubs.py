@@ -424,7 +424,8 @@ class StandingsResource(MethodView):
         Accept: text/csv (or ?format=csv) gives the same rows as CSV."""
         f, _, _ = lists.query({"season": lists.text, "variant": lists.one_of("loo", "rounce"),
                                "scoring": lists.one_of("pool", "points"),
-                               "format": lists.one_of("json", "csv")})
+                               "format": lists.one_of("json", "csv")},
+                               lists.WHOLE)
         out = clubs().standings(clubs().load(club_id), f.get("season"), f.get("variant"),
                                 f.get("scoring"))
         wants_csv = f.get("format") == "csv" or (
@@ -460,7 +461,7 @@ class ClubHistoryResource(MethodView):
         def day(raw: str) -> str:
             return date.fromisoformat(raw).isoformat()
 
-        f, _, _ = lists.query({"season": lists.text, "since": day, "until": day})
+        f, _, _ = lists.query({"season": lists.text, "since": day, "until": day}, lists.WHOLE)
         links = [t for t in clubs().load(club_id).club.tables
                  if f.get("season", t.season) == t.season
                  and f.get("since", "") <= t.created_at[:10]
@@ -490,7 +491,7 @@ class ClubFeedResource(MethodView):
         global position order, as a spectator sees them (no tile of a live hand), each with
         `stream` ("club" or the table id). Follow it with ?after=<the answer's next>, or
         with Accept: text/event-stream as Server-Sent Events (API.md Feeds)."""
-        f, limit, _ = lists.query({"after": _position})
+        f, limit, _ = lists.query({"after": _position}, lists.BY_LIMIT)
         after = f.get("after", 0)
         loaded = clubs().load(club_id)
         if feeds.wants_sse():
@@ -535,5 +536,5 @@ class MemberLedgerResource(MethodView):
     @blp.response(200, MemberLedgerOut)
     def get(self, club_id: str, member_id: str) -> Any:
         """The transfers and scores behind a member's row, each with table, hand, version."""
-        f, _, _ = lists.query({"season": lists.text})
+        f, _, _ = lists.query({"season": lists.text}, lists.WHOLE)
         return clubs().member_ledger(clubs().load(club_id), member_id, f.get("season"))

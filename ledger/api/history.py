@@ -9,6 +9,7 @@ import orjson
 from flask import Response, stream_with_context
 from flask.views import MethodView
 
+from ledger.api import lists
 from ledger.api.auth import ledger, viewer_for
 from ledger.api.blueprint import Blueprint
 from ledger.app.history import hand_document, hand_events, table_history
@@ -51,6 +52,7 @@ class TableHistory(MethodView):
                   "order, streamed", content_type=NDJSON)
     def get(self, table_id: str) -> Any:
         """Every complete hand of the table as NDJSON (one loo-hh file a line), streamed."""
+        lists.query({}, lists.WHOLE)
         led = ledger()
         p = led.load(table_id)
         viewer_for(p)

@@ -37,9 +37,21 @@ def text(raw: str) -> str:
     return raw
 
 
-def query(filters: dict[str, Filter]) -> tuple[dict[str, Any], int, int]:
-    """The parsed filters, the limit and the offset the cursor stands for."""
-    allowed = set(filters) | {"limit", "cursor"}
+def digits(raw: str) -> bool:
+    """ASCII digits only: str.isdigit() also takes '²' (which int() refuses) and '٣'."""
+    return raw.isascii() and raw.isdigit()
+
+
+PAGED, WHOLE, BY_LIMIT = ("limit", "cursor"), (), ("limit",)
+
+
+def query(filters: dict[str, Filter], paging: tuple[str, ...] = PAGED,
+          ) -> tuple[dict[str, Any], int, int]:
+    """The parsed filters, the limit and the offset the cursor stands for. An answer that
+    is not paged (WHOLE: standings, a member's ledger, NDJSON exports) takes no limit or
+    cursor, and one paged by position (BY_LIMIT: the club feed's ?after=) no cursor: sent
+    to them they would be ignored, so they are unknown parameters."""
+    allowed = set(filters) | set(paging)
     unknown = sorted(set(request.args) - allowed)
     if unknown:
         raise Invalid("unknown_filter", f"unknown query parameter(s): {', '.join(unknown)}; "
@@ -55,7 +67,7 @@ def query(filters: dict[str, Filter]) -> tuple[dict[str, Any], int, int]:
             raise Invalid("invalid_filter", f"{name}: {raw!r} is not valid ({err})",
                           field=name) from None
     raw_limit = request.args.get("limit", str(DEFAULT_LIMIT))
-    if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= MAX_LIMIT:
+    if not digits(raw_limit) or not 1 <= int(raw_limit) <= MAX_LIMIT:
         raise Invalid("invalid_filter", f"limit must be a whole number from 1 to {MAX_LIMIT}",
                       field="limit")
     offset = 0
@@ -63,7 +75,7 @@ def query(filters: dict[str, Filter]) -> tuple[dict[str, Any], int, int]:
     if cursor is not None:
         try:
             decoded = base64.urlsafe_b64decode(cursor.encode() + b"==").decode()
-            if not decoded.startswith("o:") or not decoded[2:].isdigit():
+            if not decoded.startswith("o:") or not digits(decoded[2:]):
                 raise ValueError(cursor)
             offset = int(decoded[2:])
         except (ValueError, binascii.Error, UnicodeDecodeError):

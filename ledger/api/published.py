@@ -8,6 +8,7 @@ from typing import Any
 from flask import Response
 from flask.views import MethodView
 
+from ledger.api import lists
 from ledger.api.auth import ledger
 from ledger.api.blueprint import Blueprint
 from ledger.app.history import schema_text
@@ -24,8 +25,9 @@ class Bots(MethodView):
     @blp.response(200, BotsOut)
     def get(self) -> Any:
         """The bot policies a seat may name ("bot": name), each with its version."""
-        return {"items": [{"name": name, "version": version, "description": DESCRIPTIONS.get(
-            name, "")} for name, (_policy, version) in sorted(POLICIES.items())], "next": None}
+        _, limit, offset = lists.query({})
+        return lists.page([{"name": name, "version": version, "description": DESCRIPTIONS.get(
+            name, "")} for name, (_policy, version) in sorted(POLICIES.items())], limit, offset)
 
 
 @blp.route("/checkpoints/key")

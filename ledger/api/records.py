@@ -7,7 +7,7 @@ from typing import Any
 from flask import request
 from flask.views import MethodView
 
-from ledger.api import feeds
+from ledger.api import feeds, lists
 from ledger.api.auth import ledger, require_admin, viewer_for
 from ledger.api.blueprint import Blueprint
 from ledger.app.audit import audit
@@ -16,7 +16,7 @@ from ledger.app.projector import chip_ledger, project, score_sheet
 from ledger.app.service import token_hash
 from ledger.app.views import Viewer, hand_view, live_hand
 from ledger.core.errors import Forbidden, Invalid, NotFound
-from schemas.requests import EventsQuery, ListQuery, ReplayQuery
+from schemas.requests import EventsQuery, ReplayQuery
 from schemas.responses import (
     AuditOut,
     CheckpointsOut,
@@ -170,14 +170,10 @@ class Audit(MethodView):
 
 @blp.route("/<table_id>/checkpoints")
 class Checkpoints(MethodView):
-    @blp.arguments(ListQuery, location="query")
     @blp.response(200, CheckpointsOut)
-    def get(self, query: dict[str, Any], table_id: str) -> Any:
+    def get(self, table_id: str) -> Any:
         """The table's signed checkpoints, oldest first: one after every settled hand."""
+        _, limit, offset = lists.query({})
         led = ledger()
         viewer_for(led.cached(table_id) or led.load(table_id))
-        after = int(query["cursor"][1:]) if query["cursor"] else 0
-        found = [cp for cp in led.checkpoints(table_id) if cp["version"] > after]
-        page = found[: query["limit"]]
-        more = len(found) > len(page)
-        return {"items": page, "next": f"v{page[-1]['version']}" if more else None}
+        return lists.page(led.checkpoints(table_id), limit, offset)

@@ -8,6 +8,7 @@ from flask import request
 from flask.views import MethodView
 
 from ledger.api import idempotency as idem
+from ledger.api import lists
 from ledger.api.auth import authenticate, ledger, viewer_for
 from ledger.api.blueprint import Blueprint
 from ledger.api.writes import BODY_PARSER, write, write_response
@@ -117,14 +118,15 @@ class Spectators(MethodView):
 
     @blp.response(200, SpectatorListOut)
     def get(self, table_id: str) -> Any:
-        """The table's live spectator tokens (admin), without their secrets."""
+        """The table's live spectator tokens (admin), without their secrets, oldest first."""
+        _, limit, offset = lists.query({})
         p = ledger().load(table_id)
         viewer = viewer_for(p)
         if not viewer.admin:
             raise Forbidden("admin_only", "only the table's admin token may do this")
         labels = {e.id: e.label for e in ledger().spectators(table_id)}
-        return {"items": [{"id": sid, "label": labels.get(sid)}
-                          for sid, _ in p.table.spectators], "next": None}
+        return lists.page([{"id": sid, "label": labels.get(sid)}
+                           for sid, _ in p.table.spectators], limit, offset)
 
 
 @blp.route("/<table_id>/spectators/<spectator_id>")
