@@ -192,7 +192,7 @@ class ClubIn(Strict):
     name = fields.String(required=True, **_NAME)
 
 
-class ClubTokenIn(Strict):
+class ClubTokenIn(WriteIn):
     role = fields.String(required=True, validate=validate.OneOf(["owner", "scorer", "viewer"]))
     label = fields.String(load_default=None, allow_none=True, validate=validate.Length(max=100))
 
@@ -238,7 +238,7 @@ class ClubSeatIn(Strict):
             raise ValidationError('a seat needs "member" (a member id) or "name"', "seats")
 
 
-class ClubTableIn(CreateTableIn):
+class ClubTableIn(CreateTableIn, WriteIn):
     seats = fields.List(fields.Nested(ClubSeatIn), required=True,
                         validate=validate.Length(min=2, max=4))
     season = fields.String(load_default=None, allow_none=True,

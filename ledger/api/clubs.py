@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 import hmac
 import io
 import os
@@ -19,6 +20,7 @@ from ledger.api.blueprint import Blueprint
 from ledger.api.tables import create, created
 from ledger.api.writes import BODY_PARSER
 from ledger.app.clubs import Clubs, Loaded
+from ledger.app.contract import VersionConflict
 from ledger.app.service import token_hash
 from ledger.core import club as cl
 from ledger.core import commands as c
@@ -102,6 +104,20 @@ def _write(club_id: str, body: dict[str, Any], decide: Any) -> Loaded:
                            key=key, request_hash=request_hash)
 
 
+def query_version() -> dict[str, Any]:
+    """The `expected_version` of a write without a JSON body (DELETE, an import), sent as a
+    query parameter; the only one these take."""
+    f, _, _ = lists.query({"expected_version": lists.whole}, lists.WHOLE)
+    return f
+
+
+def check_version(loaded: Loaded, expected: int | None, repeat: bool) -> None:
+    """A stale expected_version is a 409, unless the request repeats one (same
+    Idempotency-Key) that already moved the club on."""
+    if expected is not None and expected != loaded.version and not repeat:
+        raise VersionConflict(loaded.id, expected, loaded.version)
+
+
 def club_out(loaded: Loaded) -> dict[str, Any]:
     return {"id": loaded.id, "name": loaded.club.name, "version": loaded.version,
             "members": len(loaded.club.members), "tables": len(loaded.club.tables)}
@@ -173,8 +189,9 @@ class TokensResource(MethodView):
 class TokenResource(MethodView):
     @blp.response(204)
     def delete(self, club_id: str, token_id: str) -> Any:
-        """Revoke a token at once (owner)."""
-        clubs().execute(club_id, lambda club: cl.revoke_token(club, token_id))
+        """Revoke a token at once (owner); ?expected_version= and Idempotency-Key as every
+        write (a repeat with the key answers 204 again)."""
+        _write(club_id, query_version(), lambda club: cl.revoke_token(club, token_id))
         return ""
 
 
@@ -221,8 +238,9 @@ class WebhookResource(MethodView):
 
     @blp.response(204)
     def delete(self, club_id: str, webhook_id: str) -> Any:
-        """Remove an endpoint (owner): nothing more is delivered to it."""
-        clubs().execute(club_id, lambda club: cl.remove_webhook(club, webhook_id))
+        """Remove an endpoint (owner): nothing more is delivered to it. ?expected_version=
+        and Idempotency-Key as every write (a repeat with the key answers 204 again)."""
+        _write(club_id, query_version(), lambda club: cl.remove_webhook(club, webhook_id))
         return ""
 
 
@@ -329,6 +347,9 @@ class ClubTablesResource(MethodView):
         """A club table (owner or scorer): the body of POST /v1/tables plus "season", and
         seats that may name {"member": mid}. Club owner and scorer tokens act as its admin."""
         loaded = clubs().load(club_id)
+        key = idem.key()
+        check_version(loaded, body["expected_version"], key is not None and ledger(
+            ).idempotent_result(ledger().keyed_table_id(key), key) is not None)
         members = tuple(s.get("member") for s in body["seats"])
         cl.check_table(loaded.club, body["season"], members)
         seats = tuple((loaded.club.member(s["member"]).name if s.get("member") else s["name"],
@@ -385,12 +406,19 @@ class ImportResource(MethodView):
         from ledger.app.imports import ImportRefused, plan
         from ledger.app.verify import VerifyError, documents
 
+        expected = query_version().get("expected_version")
         try:
             the_plan = plan(documents(io.BytesIO(request.get_data())))
         except VerifyError as err:
             raise ImportRefused("import_refused", str(err)) from None
         the_plan = replace(the_plan, create=replace(the_plan.create, club=club_id))
-        table_id, tokens, p = ledger().import_table(the_plan)
+        key = idem.key()
+        request_hash = None if key is None else idem.fingerprint(
+            None, [bearer() and token_hash(bearer() or ""),
+                   hashlib.sha256(request.get_data()).hexdigest()])
+        check_version(clubs().load(club_id), expected, key is not None and ledger(
+            ).idempotent_result(ledger().keyed_table_id(key), key) is not None)
+        table_id, tokens, p = ledger().import_table(the_plan, key, request_hash)
         clubs().link_table(club_id, table_id, None, (None,) * p.table.players,
                            p.table.opts.variant, p.table.opts.scoring)
         names = tuple((n, None) for n in p.table.names)

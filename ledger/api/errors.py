@@ -80,7 +80,8 @@ def handle_ledger_error(err: LedgerError) -> Response:
 
 def handle_version_conflict(err: VersionConflict) -> Response:
     return problem(409, "version_conflict", "Conflict",
-                   f"the table is at version {err.actual}, not {err.expected}: "
+                   f"the {'club' if str(err.table_id).startswith('club_') else 'table'} is at "
+                   f"version {err.actual}, not {err.expected}: "
                    "read it again and retry with its current version",
                    extra={"expected_version": err.expected, "version": err.actual})
 

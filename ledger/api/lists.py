@@ -31,6 +31,12 @@ def one_of(*choices: str) -> Filter:
     return parse
 
 
+def whole(raw: str) -> int:
+    if not digits(raw) or len(raw) > 18:
+        raise ValueError("a whole number >= 0")
+    return int(raw)
+
+
 def text(raw: str) -> str:
     if not 1 <= len(raw) <= 200:
         raise ValueError("1 to 200 characters")

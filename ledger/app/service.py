@@ -201,21 +201,10 @@ class Ledger:
         same key with another request meets IdempotencyConflict, and nobody without the
         secret can compute either from the key.
         """
-        if idempotency_key is not None and request_hash is not None:
-            secret = self.store.server_secret()
-            table_id = uuid.UUID(bytes=_mac(secret, f"table|{idempotency_key}")[:16],
-                                 version=4).hex
-            tokens = _derived_tokens(
-                _mac(secret, f"tokens|{idempotency_key}|{request_hash}"), len(cmd.seats))
-            found = self.store.idempotent_result(table_id, idempotency_key)
-            if found is not None:
-                if found.request_hash != request_hash:
-                    raise IdempotencyConflict(idempotency_key)
-                return table_id, tokens, self.load(table_id)
-        else:
-            table_id = uuid.uuid4().hex
-            tokens = {"admin": secrets.token_urlsafe(24),
-                      "seats": [secrets.token_urlsafe(24) for _ in cmd.seats]}
+        table_id, tokens, repeat = self._new_table(len(cmd.seats), idempotency_key,
+                                                   request_hash)
+        if repeat is not None:
+            return table_id, tokens, repeat
         hashes = {"admin": token_hash(tokens["admin"]),
                   "seats": [token_hash(t) for t in tokens["seats"]]}
         events = handlers.create_table(cmd, hashes, self.seeds)
@@ -233,6 +222,29 @@ class Ledger:
             # A worker appends what follows (bots, the deal) whenever it gets to the job:
             # the answer is the table as created, whatever the worker has done meanwhile.
             return table_id, tokens, out.projection
+        return table_id, tokens, self.load(table_id)
+
+    def keyed_table_id(self, idempotency_key: str) -> str:
+        """The id a table created under this Idempotency-Key has (or will have)."""
+        return uuid.UUID(bytes=_mac(self.store.server_secret(),
+                                    f"table|{idempotency_key}")[:16], version=4).hex
+
+    def _new_table(self, players: int, idempotency_key: str | None, request_hash: str | None,
+                   ) -> tuple[str, dict[str, Any], Projection | None]:
+        """A new table's id and tokens, and the table when this repeats an earlier request
+        under the same Idempotency-Key (another request under it: IdempotencyConflict)."""
+        if idempotency_key is None or request_hash is None:
+            return uuid.uuid4().hex, {"admin": secrets.token_urlsafe(24),
+                                      "seats": [secrets.token_urlsafe(24)
+                                                for _ in range(players)]}, None
+        table_id = self.keyed_table_id(idempotency_key)
+        tokens = _derived_tokens(_mac(self.store.server_secret(),
+                                      f"tokens|{idempotency_key}|{request_hash}"), players)
+        found = self.store.idempotent_result(table_id, idempotency_key)
+        if found is None:
+            return table_id, tokens, None
+        if found.request_hash != request_hash:
+            raise IdempotencyConflict(idempotency_key)
         return table_id, tokens, self.load(table_id)
 
     def execute(self, table_id: str, cmd: c.Command, *, expected_version: int | None = None,
@@ -377,17 +389,20 @@ class Ledger:
         return "sp_" + token_hash(token)[:16], token
 
     # ---- import -----------------------------------------------------------------------------
-    def import_table(self, plan: Any) -> tuple[str, dict[str, Any], Projection]:
+    def import_table(self, plan: Any, idempotency_key: str | None = None,
+                     request_hash: str | None = None) -> tuple[str, dict[str, Any], Projection]:
         """Create a recorded (or results) table from an import plan (ledger/app/imports.py):
         every hand entered by the commands a scorer sends live, checked by the rules, all
         decided before anything is appended and then appended in one batch: an illegal hand
-        raises ImportRefused naming the hand and action, and nothing is created."""
+        raises ImportRefused naming the hand and action, and nothing is created. Under an
+        Idempotency-Key a repeat finds the table the first request created."""
         from ledger.app.imports import refuse
         from ledger.core.errors import LedgerError
 
-        table_id = uuid.uuid4().hex
-        tokens = {"admin": secrets.token_urlsafe(24),
-                  "seats": [secrets.token_urlsafe(24) for _ in plan.create.seats]}
+        table_id, tokens, repeat = self._new_table(len(plan.create.seats), idempotency_key,
+                                                   request_hash)
+        if repeat is not None:
+            return table_id, tokens, repeat
         hashes = {"admin": token_hash(tokens["admin"]),
                   "seats": [token_hash(t) for t in tokens["seats"]]}
         cause = f"command:import:{uuid.uuid4().hex}"
@@ -409,7 +424,15 @@ class Ledger:
                     events, follow_cause = self._decide(p, follow)
                     new += self._envelopes(p, events, follow_cause)
                     p = fold(enumerate(events, p.version + 1), p)
-        stored = self.store.append(table_id, new, 0)
+        try:
+            stored = self.store.append(table_id, new, 0, idempotency_key=idempotency_key,
+                                       request_hash=request_hash)
+        except (AlreadyApplied, VersionConflict):  # a concurrent request with the key won
+            assert idempotency_key is not None
+            found = self.store.idempotent_result(table_id, idempotency_key)
+            if found is None or found.request_hash != request_hash:
+                raise IdempotencyConflict(idempotency_key) from None
+            return table_id, tokens, self.load(table_id)
         self._remember(table_id, p)
         self.publish_checkpoints(table_id, stored)
         self.committed(p.table.club)

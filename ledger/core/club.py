@@ -147,9 +147,14 @@ def check_table(c: Club, season: str | None, members: Iterable[str | None]) -> N
         if s.closed:
             raise Invalid("season_closed", f"season {season} is closed: no new tables",
                           field="season")
+    seated: set[str] = set()
     for mid in members:
         if mid is None:
             continue
+        if mid in seated:
+            raise Invalid("duplicate_member", f"member {mid} is named at two seats: a member "
+                          "sits at one seat of a table", field="seats")
+        seated.add(mid)
         try:
             m = c.member(mid)
         except NotFound:

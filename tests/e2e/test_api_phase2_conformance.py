@@ -71,3 +71,105 @@ def test_answers_that_do_not_page_refuse_limit_and_cursor(club: Club):
             club.problem(r, 422, "unknown_filter")
     r = club.c.get(lg.url("/events?cursor=bzox"), headers=lg.h(lg.viewer))
     club.problem(r, 422, "unknown_filter")
+
+
+# ---- Writes: expected_version and Idempotency-Key on every one -----------------------------
+
+def club_version(lg: League) -> int:
+    return lg.get("").get_json()["version"]
+
+
+def test_issuing_a_token_takes_expected_version(club: Club):
+    lg = League(club)
+    v = club_version(lg)
+    stale = club.c.post(lg.url("/tokens"), json={"role": "viewer", "expected_version": v - 1},
+                        headers=lg.h(lg.owner))
+    club.problem(stale, 409, "version_conflict")
+    assert "club is at version" in stale.get_json()["detail"]
+    assert club_version(lg) == v
+    r = club.c.post(lg.url("/tokens"), json={"role": "viewer", "expected_version": v},
+                    headers=lg.h(lg.owner) | key("t1"))
+    assert r.status_code == 201, r.get_json()
+    again = club.c.post(lg.url("/tokens"), json={"role": "viewer", "expected_version": v},
+                        headers=lg.h(lg.owner) | key("t1"))
+    assert again.status_code == 201 and again.get_json() == r.get_json()
+    assert club_version(lg) == v + 1
+
+
+def test_revoking_a_token_and_removing_a_webhook_are_idempotent_and_versioned(
+        club: Club, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("LOO_WEBHOOK_ALLOW_PRIVATE", "1")
+    lg = League(club)
+    tid = club.c.post(lg.url("/tokens"), json={"role": "viewer"},
+                      headers=lg.h(lg.owner)).get_json()["id"]
+    wid = club.c.post(lg.url("/webhooks"), json={"url": "http://127.0.0.1:9/h", "events": ["*"]},
+                      headers=lg.h(lg.owner)).get_json()["id"]
+    for path in (f"/tokens/{tid}", f"/webhooks/{wid}"):
+        v = club_version(lg)
+        club.problem(club.c.delete(lg.url(f"{path}?expected_version={v - 1}"),
+                                   headers=lg.h(lg.owner)), 409, "version_conflict")
+        for bad in ("expected_version=x", "expected_version=-1", "foo=1"):
+            assert club.c.delete(lg.url(f"{path}?{bad}"),
+                                 headers=lg.h(lg.owner)).status_code == 422, bad
+        assert club_version(lg) == v
+        first = club.c.delete(lg.url(f"{path}?expected_version={v}"),
+                              headers=lg.h(lg.owner) | key(f"d{path}"))
+        assert first.status_code == 204
+        repeat = club.c.delete(lg.url(f"{path}?expected_version={v}"),
+                               headers=lg.h(lg.owner) | key(f"d{path}"))
+        assert repeat.status_code == 204  # the first answer, nothing appended
+        assert club_version(lg) == v + 1
+        assert club.c.delete(lg.url(path), headers=lg.h(lg.owner)).status_code == 404
+
+
+def test_a_club_table_takes_expected_version(club: Club):
+    lg = League(club)
+    ms = [lg.member(n) for n in ("Ann", "Bob")]
+    v = club_version(lg)
+    body = {"seats": [{"member": m} for m in ms], "first_dealer": 0, "deal": "results"}
+    stale = club.c.post(lg.url("/tables"), json=body | {"expected_version": v - 1},
+                        headers=lg.h(lg.scorer))
+    club.problem(stale, 409, "version_conflict")
+    assert lg.get("/tables").get_json()["items"] == []
+    r = club.c.post(lg.url("/tables"), json=body | {"expected_version": v},
+                    headers=lg.h(lg.scorer) | key("t1"))
+    assert r.status_code == 201, r.get_json()
+    again = club.c.post(lg.url("/tables"), json=body | {"expected_version": v},
+                        headers=lg.h(lg.scorer) | key("t1"))
+    assert again.status_code == 201 and again.get_json()["id"] == r.get_json()["id"]
+    assert [t["id"] for t in lg.get("/tables").get_json()["items"]] == [r.get_json()["id"]]
+
+
+def test_a_member_sits_at_one_seat_of_a_table(club: Club):
+    lg = League(club)
+    ann, bob = lg.member("Ann"), lg.member("Bob")
+    r = club.c.post(lg.url("/tables"), json={"seats": [{"member": ann}, {"member": bob},
+                                                       {"member": ann}]},
+                    headers=lg.h(lg.scorer))
+    club.problem(r, 422, "duplicate_member")
+    assert lg.get("/tables").get_json()["items"] == []
+
+
+def test_an_import_repeated_with_its_idempotency_key_creates_one_table(club: Club):
+    lg = League(club)
+    ms = [lg.member(n) for n in ("Ann", "Bob", "Cat", "Dan")]
+    t = lg.table(ms, deal="results")
+    assert club.start(t, {"result": RESULT_A}).status_code == 200
+    ndjson = club.c.get(f"/v1/tables/{t.id}/history", headers=lg.h(lg.viewer)).data
+    v = club_version(lg)
+
+    def send(headers: dict[str, str], query: str = "", data: bytes = ndjson):
+        return club.c.post(lg.url(f"/tables/import{query}"), data=data,
+                           content_type="application/x-ndjson",
+                           headers=lg.h(lg.scorer) | headers)
+
+    club.problem(send({}, f"?expected_version={v - 1}"), 409, "version_conflict")
+    first = send(key("imp"), f"?expected_version={v}")
+    assert first.status_code == 201, first.get_json()
+    repeat = send(key("imp"), f"?expected_version={v}")
+    assert repeat.status_code == 201, repeat.get_json()
+    assert repeat.get_json()["id"] == first.get_json()["id"]
+    assert repeat.get_json()["admin_token"] == first.get_json()["admin_token"]
+    club.problem(send(key("imp"), "", ndjson.splitlines()[0]), 409, "idempotency_conflict")
+    assert len(lg.get("/tables").get_json()["items"]) == 2
+    assert club_version(lg) == v + 1
