@@ -176,6 +176,7 @@ class TokensResource(MethodView):
                                                           body["label"], token_hash(token)))
         return {"id": tid, "role": body["role"], "label": body["label"], "token": token}
 
+    @blp.doc(parameters=lists.params())
     @blp.response(200, ListOut)
     def get(self, club_id: str) -> Any:
         """The club's live tokens, without their secrets (owner)."""
@@ -187,6 +188,7 @@ class TokensResource(MethodView):
 
 @blp.route("/<club_id>/tokens/<token_id>")
 class TokenResource(MethodView):
+    @blp.doc(parameters=lists.params({"expected_version": lists.VERSION}, lists.WHOLE))
     @blp.response(204)
     def delete(self, club_id: str, token_id: str) -> Any:
         """Revoke a token at once (owner); ?expected_version= and Idempotency-Key as every
@@ -222,6 +224,7 @@ class WebhooksResource(MethodView):
         secret = clubs().webhook_secret(club_id, wid, loaded.club.webhook(wid).salt)
         return webhook_out(loaded.club.webhook(wid)) | {"secret": secret}
 
+    @blp.doc(parameters=lists.params())
     @blp.response(200, ListOut)
     def get(self, club_id: str) -> Any:
         """The club's live webhook endpoints, without their secrets (owner)."""
@@ -236,6 +239,7 @@ class WebhookResource(MethodView):
     def get(self, club_id: str, webhook_id: str) -> Any:
         return webhook_out(clubs().load(club_id).club.webhook(webhook_id))
 
+    @blp.doc(parameters=lists.params({"expected_version": lists.VERSION}, lists.WHOLE))
     @blp.response(204)
     def delete(self, club_id: str, webhook_id: str) -> Any:
         """Remove an endpoint (owner): nothing more is delivered to it. ?expected_version=
@@ -246,6 +250,7 @@ class WebhookResource(MethodView):
 
 @blp.route("/<club_id>/webhooks/<webhook_id>/deliveries")
 class DeliveriesResource(MethodView):
+    @blp.doc(parameters=lists.params())
     @blp.response(200, ListOut)
     def get(self, club_id: str, webhook_id: str) -> Any:
         """The endpoint's delivery attempts, oldest first: `event`, `position`,
@@ -273,6 +278,7 @@ class MembersResource(MethodView):
                                                              body["external_id"]))
         return member_out(loaded.club.member(mid))
 
+    @blp.doc(parameters=lists.params({"q": lists.TEXT, "archived": lists.BOOLEAN}))
     @blp.response(200, ListOut)
     def get(self, club_id: str) -> Any:
         """Members, oldest first; ?q= searches names, ?archived=true|false."""
@@ -320,6 +326,7 @@ class SeasonsResource(MethodView):
             club, sid, body["name"], body["starts_on"].isoformat(), ends))
         return season_out(loaded.club.season(sid))
 
+    @blp.doc(parameters=lists.params({"closed": lists.BOOLEAN}))
     @blp.response(200, ListOut)
     def get(self, club_id: str) -> Any:
         """Seasons, oldest first; ?closed=true|false."""
@@ -366,6 +373,10 @@ class ClubTablesResource(MethodView):
                            p.table.opts.scoring)
         return created(table_id, tokens, p, seats, members)
 
+    @blp.doc(parameters=lists.params({
+        "status": lists.enum("playing", "finished", "closed"), "season": lists.TEXT,
+        "member": lists.TEXT, "variant": lists.enum("loo", "rounce"),
+        "scoring": lists.enum("pool", "points")}))
     @blp.response(200, ListOut)
     def get(self, club_id: str) -> Any:
         """The club's tables, oldest first; ?status= &season= &member= &variant= &scoring=."""
@@ -395,6 +406,7 @@ class ClubTablesResource(MethodView):
 
 @blp.route("/<club_id>/tables/import")
 class ImportResource(MethodView):
+    @blp.doc(parameters=lists.params({"expected_version": lists.VERSION}, lists.WHOLE))
     @blp.response(201, CreatedOut)
     def post(self, club_id: str) -> Any:
         """Import loo-hh files (one JSON file, or NDJSON of one table's hands from hand 1) as
@@ -444,8 +456,19 @@ def inert(value: Any) -> Any:
     return value
 
 
+def document(paths: dict[str, Any]) -> None:
+    """The standings' 200 is JSON or, asked for, CSV: say both."""
+    ok = paths["/v1/clubs/{club_id}/standings"]["get"]["responses"]["200"]
+    ok.setdefault("content", {})["text/csv"] = {"schema": {
+        "type": "string", "description": "the same rows as CSV, with a header line"}}
+
+
 @blp.route("/<club_id>/standings")
 class StandingsResource(MethodView):
+    @blp.doc(parameters=lists.params({
+        "season": lists.TEXT, "variant": lists.enum("loo", "rounce"),
+        "scoring": lists.enum("pool", "points"), "format": lists.enum("json", "csv")},
+        lists.WHOLE))
     @blp.response(200, StandingsOut)
     def get(self, club_id: str) -> Any:
         """The league table: one row per member, from the events of the club's tables;
@@ -473,6 +496,8 @@ class StandingsResource(MethodView):
 
 @blp.route("/<club_id>/history")
 class ClubHistoryResource(MethodView):
+    @blp.doc(parameters=lists.params(
+        {"season": lists.TEXT, "since": lists.DATE, "until": lists.DATE}, lists.WHOLE))
     @blp.response(200, description="One loo-hh 1.0 file per line, streamed",
                   content_type="application/x-ndjson")
     def get(self, club_id: str) -> Any:
@@ -513,6 +538,7 @@ FEED_SCAN = 20_000  # events examined per page at most: a busy store answers in 
 
 @blp.route("/<club_id>/events")
 class ClubFeedResource(MethodView):
+    @blp.doc(parameters=lists.params({"after": lists.POSITION}, lists.BY_LIMIT))
     @blp.response(200, ClubFeedOut)
     def get(self, club_id: str) -> Any:
         """The club's feed (any club token): its own stream and all its tables' events in
@@ -561,6 +587,7 @@ def _position(raw: str) -> int:
 
 @blp.route("/<club_id>/members/<member_id>/ledger")
 class MemberLedgerResource(MethodView):
+    @blp.doc(parameters=lists.params({"season": lists.TEXT}, lists.WHOLE))
     @blp.response(200, MemberLedgerOut)
     def get(self, club_id: str, member_id: str) -> Any:
         """The transfers and scores behind a member's row, each with table, hand, version."""

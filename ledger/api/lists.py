@@ -101,3 +101,32 @@ def page(items: Sequence[Any], limit: int, offset: int) -> dict[str, Any]:
     end = offset + len(chunk)
     nxt = cursor(end) if end < len(items) else None
     return {"items": chunk, "next": nxt}
+
+
+# ---- the same lists as the OpenAPI spec says them (blp.doc(parameters=params(...))) ---------
+TEXT = {"type": "string", "minLength": 1, "maxLength": 200}
+BOOLEAN = {"type": "boolean"}
+DATE = {"type": "string", "format": "date"}
+POSITION = {"type": "integer", "minimum": 0, "maximum": 2**63 - 1}
+VERSION = {"type": "integer", "minimum": 0, "maximum": 10**18 - 1,
+           "description": "the club's version the client last saw: stale is a 409"}
+
+
+def enum(*choices: str) -> dict[str, Any]:
+    return {"type": "string", "enum": list(choices)}
+
+
+def params(filters: dict[str, dict[str, Any]] | None = None,
+           paging: tuple[str, ...] = PAGED) -> list[dict[str, Any]]:
+    """The query parameters `query(filters, paging)` takes, as OpenAPI parameters."""
+    out = [{"in": "query", "name": name, "required": False, "schema": schema}
+           for name, schema in (filters or {}).items()]
+    if "limit" in paging:
+        out.append({"in": "query", "name": "limit", "required": False,
+                    "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
+                               "default": DEFAULT_LIMIT}})
+    if "cursor" in paging:
+        out.append({"in": "query", "name": "cursor", "required": False,
+                    "schema": {"type": "string"},
+                    "description": "opaque: the `next` of the page before"})
+    return out

@@ -22,6 +22,7 @@ blp = Blueprint("published", __name__, url_prefix="/v1",
 
 @blp.route("/bots")
 class Bots(MethodView):
+    @blp.doc(parameters=lists.params())
     @blp.response(200, BotsOut)
     def get(self) -> Any:
         """The bot policies a seat may name ("bot": name), each with its version."""

@@ -170,6 +170,7 @@ class Audit(MethodView):
 
 @blp.route("/<table_id>/checkpoints")
 class Checkpoints(MethodView):
+    @blp.doc(parameters=lists.params())
     @blp.response(200, CheckpointsOut)
     def get(self, table_id: str) -> Any:
         """The table's signed checkpoints, oldest first: one after every settled hand."""

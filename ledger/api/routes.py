@@ -17,6 +17,8 @@ def register(api: Api) -> None:
         api.register_blueprint(module.blp)
     document_security(api)
     document_problems(api)
+    document_idempotency(api.spec._paths)  # noqa: SLF001 - see document_problems
+    clubs.document(api.spec._paths)  # noqa: SLF001 - see document_problems
     from ledger.api.feeds import document
 
     document(api.spec._paths)  # noqa: SLF001 - see document_problems
@@ -30,6 +32,22 @@ def _as_problem(response: dict[str, Any]) -> None:
         content[PROBLEM] = content.pop("application/json")
     if not content:  # an alt_response given only a description: it is a problem all the same
         content[PROBLEM] = {"schema": {"$ref": "#/components/schemas/Problem"}}
+
+
+IDEMPOTENCY_KEY = {
+    "in": "header", "name": "Idempotency-Key", "required": False,
+    "schema": {"type": "string", "minLength": 1, "maxLength": 200},
+    "description": "Repeating the request with the same key returns the first answer and "
+                   "appends nothing; the same key with another body is a 409 "
+                   "idempotency_conflict (API.md Conventions)."}
+
+
+def document_idempotency(paths: dict[str, Any]) -> None:
+    """Every write takes an Idempotency-Key: say so on every POST, PATCH and DELETE."""
+    for item in paths.values():
+        for method, op in item.items():
+            if method in ("post", "patch", "put", "delete") and isinstance(op, dict):
+                op.setdefault("parameters", []).append(dict(IDEMPOTENCY_KEY))
 
 
 def document_problems(api: Api) -> None:

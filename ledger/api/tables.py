@@ -116,6 +116,7 @@ class Spectators(MethodView):
                    else written.projection.version)
         return {"id": sid, "token": token, "label": body.get("label"), "version": version}
 
+    @blp.doc(parameters=lists.params())
     @blp.response(200, SpectatorListOut)
     def get(self, table_id: str) -> Any:
         """The table's live spectator tokens (admin), without their secrets, oldest first."""

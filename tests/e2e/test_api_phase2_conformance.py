@@ -173,3 +173,41 @@ def test_an_import_repeated_with_its_idempotency_key_creates_one_table(club: Clu
     club.problem(send(key("imp"), "", ndjson.splitlines()[0]), 409, "idempotency_conflict")
     assert len(lg.get("/tables").get_json()["items"]) == 2
     assert club_version(lg) == v + 1
+
+
+# ---- the OpenAPI spec says the same ----------------------------------------------------------
+
+def test_the_spec_names_every_lists_parameters_and_every_writes_idempotency_key(club: Club):
+    spec = club.c.get("/openapi.json").get_json()
+
+    def query(path: str, method: str = "get") -> set[str]:
+        return {p["name"] for p in spec["paths"][path][method].get("parameters", [])
+                if p["in"] == "query"}
+
+    club_ = "/v1/clubs/{club_id}"
+    assert query(club_ + "/members") == {"q", "archived", "limit", "cursor"}
+    assert query(club_ + "/seasons") == {"closed", "limit", "cursor"}
+    assert query(club_ + "/tables") == {"status", "season", "member", "variant", "scoring",
+                                        "limit", "cursor"}
+    for path in (club_ + "/tokens", club_ + "/webhooks",
+                 club_ + "/webhooks/{webhook_id}/deliveries", "/v1/bots",
+                 "/v1/tables/{table_id}/spectators", "/v1/tables/{table_id}/checkpoints"):
+        assert query(path) == {"limit", "cursor"}, path
+    assert query(club_ + "/standings") == {"season", "variant", "scoring", "format"}
+    assert query(club_ + "/members/{member_id}/ledger") == {"season"}
+    assert query(club_ + "/history") == {"season", "since", "until"}
+    assert query(club_ + "/events") == {"after", "limit"}
+    for path, method in ((club_ + "/tokens/{token_id}", "delete"),
+                         (club_ + "/webhooks/{webhook_id}", "delete"),
+                         (club_ + "/tables/import", "post")):
+        assert query(path, method) == {"expected_version"}
+    writes = [(path, method) for path, item in spec["paths"].items()
+              for method in item if method in ("post", "patch", "delete")]
+    assert len(writes) >= 19
+    for path, method in writes:
+        headers = {p["name"] for p in item_params(spec, path, method) if p["in"] == "header"}
+        assert "Idempotency-Key" in headers, (method, path)
+
+
+def item_params(spec: dict, path: str, method: str) -> list[dict]:
+    return spec["paths"][path][method].get("parameters", [])
