@@ -67,15 +67,49 @@ def test_rollout_heuristic_is_the_heuristic_bot_move_for_move(variant, scoring, 
     assert compared > 300
 
 
-def _positions(seed: int, hands: int = 6, players: int = 4, variant: str = "loo"):
+def _positions(seed: int, hands: int = 6, players: int = 4, variant: str = "loo",
+               scoring: str | None = None):
     """(hand state, seat to act) at every decision of some heuristic-played hands."""
     out = []
 
     def check(t, seat, view, action):
         out.append((t.hand, seat))
 
-    run_bots(["heuristic"] * players, hands, seed=seed, variant=variant, check=check)
+    run_bots(["heuristic"] * players, hands, seed=seed, variant=variant, scoring=scoring,
+             options={"target": 1000}, check=check)
     return out
+
+
+def _rollout_move_by_move(p: po.Playout) -> po.Playout:
+    """The reference: heuristic_move asked at every move with two or more choices."""
+    while p.phase != po.COMPLETE:
+        moves = po.legal(p)
+        po.step(p, moves[0] if len(moves) == 1 else mc.heuristic_move(p, moves))
+    return p
+
+
+@pytest.mark.parametrize(("variant", "scoring", "players"), VARIANTS)
+def test_rollout_ends_every_guess_as_the_move_by_move_heuristic(variant, scoring, players):
+    """mc.rollout's trick loop == heuristic_move move by move, from every kind of position
+    (deciding, discarding, leading, mid-trick), end state for end state."""
+    rng = random.Random(players * 7)
+    compared, mid_trick = 0, 0
+    for h, seat in _positions(players, hands=10, players=players, variant=variant,
+                              scoring=scoring):
+        view = seat_view(h, seat)
+        hands, boneyard = mc.sample(mc.knowledge(view), rng)
+        for action in legal_actions(h, seat):
+            fast = mc.resume(view, hands, boneyard)
+            slow = mc.resume(view, hands, boneyard)
+            po.step(fast, mc.to_move(action))
+            po.step(slow, mc.to_move(action))
+            mid_trick += fast.phase == po.PLAYING and bool(fast.plays)
+            mc.rollout(fast)
+            _rollout_move_by_move(slow)
+            assert {k: getattr(fast, k) for k in po.Playout.__slots__} == {
+                k: getattr(slow, k) for k in po.Playout.__slots__}
+            compared += 1
+    assert compared > 200 and mid_trick > 50
 
 
 def test_guesses_respect_what_the_seat_has_seen():

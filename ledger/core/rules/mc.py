@@ -27,6 +27,7 @@ from ledger.core.rules.actions import Action, Decide, Discard, Play
 from ledger.core.rules.tiles import (
     DOUBLE,
     FOLLOWERS,
+    LEADS,
     TILES,
     TRUMPS,
     WIN_KEYS,
@@ -108,17 +109,71 @@ def _prefer_pool(best: po.Move, stands: list[po.Move]) -> po.Move:
 
 def rollout(p: po.Playout) -> po.Playout:
     """Play the hand to its end with the heuristic for every seat."""
-    choose, plays, play = heuristic_move, po._plays, po._play  # noqa: SLF001 - the hot loop
-    while True:
-        phase = p.phase
-        if phase == po.PLAYING:
-            moves = plays(p)
-            play(p, moves[0] if len(moves) == 1 else choose(p, moves))
-        elif phase == po.COMPLETE:
-            return p
+    choose = heuristic_move
+    while p.phase == po.DECIDING or p.phase == po.DISCARDING:
+        moves = po.legal(p)
+        po.step(p, moves[0] if len(moves) == 1 else choose(p, moves))
+    while p.phase == po.PLAYING and p.plays:  # a trick part-played: finish it move by move
+        moves = po._plays(p)  # noqa: SLF001 - the hot loop
+        po._play(p, moves[0] if len(moves) == 1 else choose(p, moves))  # noqa: SLF001
+    if p.phase == po.PLAYING:
+        _heuristic_tricks(p)
+    return p
+
+
+def _heuristic_tricks(p: po.Playout) -> None:
+    """Every trick to the last with heuristic_move's choices, in one loop over local variables
+    (tests/unit/test_rules_expert.py holds it to the move-by-move loop, end state for end
+    state). Lead: the double of trumps if it is the highest-valued lead, else the cheapest
+    lead; follow: the cheapest tile that would take the trick, else the cheapest follower,
+    else the cheapest tile (the first of equals, in the order the moves are listed)."""
+    trump, r = p.trump, p.rules
+    trumps, value = TRUMPS[trump], VALUE[trump].__getitem__
+    lead_suits, win_keys, followers_of = LEADS[trump], WIN_KEYS[trump], FOLLOWERS
+    threshold, loo = r.threshold, r.loo
+    hands, won, winners = p.hands, p.tricks_won, p.winners
+    orders = po._orders(p.next_seat, p.active)  # noqa: SLF001
+    seat, led = p.turn, p.led
+    for _ in range(po.TRICKS - len(winners)):
+        hand = hands[seat]  # type: ignore[index]
+        held = [t for t in hand if t in trumps]
+        if held and (len(held) >= threshold or (winners and winners[-1] == seat)):
+            hand_ = held  # §6.1, §6.2: a trump must be led
         else:
-            moves = po.legal(p)
-            po.step(p, moves[0] if len(moves) == 1 else choose(p, moves))
+            hand_ = hand
+        t = max(hand_, key=value)
+        if not (DOUBLE[t] and t in trumps):
+            t = min(hand_, key=value)
+        led = lead_suits[t][0]
+        hand.remove(t)
+        keys = win_keys[led]
+        best, winner = keys[t], seat
+        followers = followers_of[led][trump]
+        for s in orders[seat]:  # type: ignore[index]
+            hand = hands[s]
+            if len(hand) == 1:
+                t = hand.pop()
+            else:
+                able = [x for x in hand if x in followers]  # §6.3
+                if not able and loo:
+                    able = [x for x in hand if x in trumps]  # §6.4, Loo only
+                if not able:
+                    able = hand
+                if len(able) == 1:
+                    t = able[0]
+                else:
+                    taking = [x for x in able if keys[x] > best]
+                    if taking:
+                        t = min(taking, key=value)
+                    else:
+                        t = min([x for x in able if x in followers] or able, key=value)
+                hand.remove(t)
+            if keys[t] > best:  # §6 Winning a trick
+                best, winner = keys[t], s
+        won[winner] += 1
+        winners.append(winner)
+        seat = winner
+    p.led, p.phase, p.turn = led, po.COMPLETE, None
 
 
 def seat_result(p: po.Playout, seat: int, pool_at_start: int) -> int:

@@ -12,11 +12,12 @@ turns one into the engine's Action. tests/unit/test_rules_playout.py drives both
 over random games of every variant and option and proves the lists of legal moves equal,
 order included, and every result and settlement equal.
 
-`playout` is the hot path (rollouts, `loo bench engine`): it plays the decisions and then
-all the tricks in two tight loops over local variables, a seat's tiles held as its follow
-moves (tile * 8 + 7) so that a follow hands `choose` a slice of the hand itself, and a lone
-legal move is played without asking `choose`. The same test plays every hand once more
-through `playout` and proves the end state equal to the step-by-step one.
+`playout` is the hot path of random playouts (`loo bench engine`): it plays the decisions
+and then all the tricks in two tight loops over local variables, a seat's tiles held as its
+follow moves (tile * 8 + 7) so that a follow hands `choose` a slice of the hand itself, and
+a lone legal move is played without asking `choose`. The same test plays every hand once
+more through `playout` and proves the end state equal to the step-by-step one. (The expert's
+rollouts, mc.rollout, have the same trick loop with the heuristic's choices written in.)
 """
 
 from __future__ import annotations
@@ -296,18 +297,35 @@ def _advance(p: Playout, seat: int) -> None:
         else:
             p.turn = nxt
         return
-    active = [s for s in range(n) if decisions[s] != "drop"]
-    if len(active) < 2:
-        _won_without_play(p, active[0])  # §4: one player left wins five
+    key = (dealer, *decisions)
+    seating = _SEATING.get(key)
+    if seating is None:
+        if len(_SEATING) > 1024:
+            _SEATING.clear()
+        seating = _SEATING[key] = _seating(decisions, dealer)
+    nxt, active, turn = seating
+    if active < 2:
+        _won_without_play(p, turn)  # §4: one player left wins five
         return
-    nxt = [0] * n
+    p.next_seat, p.active = list(nxt), active
+    p.phase, p.turn = PLAYING, turn
+
+
+# (dealer, *decisions) -> _seating(decisions, dealer): a few dozen keys a table size
+_SEATING: dict[tuple[Any, ...], tuple[tuple[int, ...], int, int]] = {}
+
+
+def _seating(decisions: Sequence[str | None], dealer: int) -> tuple[tuple[int, ...], int, int]:
+    """Once every seat has decided: (the next active seat after each active one, how many
+    are active, the first to play: the eldest, or the one seat left in)."""
+    active = [s for s in range(len(decisions)) if decisions[s] != "drop"]
+    nxt = [0] * len(decisions)
     prev = active[-1]
     for s in active:
         nxt[prev] = s
         prev = s
-    p.next_seat, p.active = nxt, len(active)
-    p.phase, p.turn = PLAYING, nxt[dealer] if decisions[dealer] != "drop" else next_active(
-        decisions, dealer)
+    first = active[0] if len(active) < 2 else next_active(decisions, dealer)
+    return tuple(nxt), len(active), first
 
 
 def _won_without_play(p: Playout, seat: int) -> None:
