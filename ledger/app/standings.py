@@ -214,11 +214,13 @@ def standings_rows(rows: Iterable[dict[str, Any]], names: dict[str, str],
                    ) -> list[dict[str, Any]]:
     """The league table from seat rows: one row per member, ranked (API.md Standings)."""
     out: dict[str, dict[str, Any]] = {}
+    variants: set[str] = set()
     for r in rows:
         if (season is not None and r["season"] != season) \
                 or (variant is not None and r["variant"] != variant) \
                 or (scoring is not None and r["scoring"] != scoring):
             continue
+        variants.add(r["variant"])
         m = out.setdefault(r["member"], {"member": r["member"], "tables": 0}
                            | dict.fromkeys(FIGURES, 0))
         m["tables"] += r["tables"]
@@ -226,7 +228,10 @@ def standings_rows(rows: Iterable[dict[str, Any]], names: dict[str, str],
             m[f] += r[f]
     ranked = [r | {"name": names.get(r["member"], "")} for r in out.values()]
     if scoring == "points":
-        ranked.sort(key=lambda r: (-r["games_won"], -r["points"], r["name"], r["member"]))
+        # RULES §9: Loo for points, the highest score wins; Rounce counts down, the lowest.
+        sign = 1 if variants == {"rounce"} else -1
+        ranked.sort(key=lambda r: (-r["games_won"], sign * r["points"], r["name"],
+                                   r["member"]))
     else:
         ranked.sort(key=lambda r: (-r["chips"], -r["games_won"], r["name"], r["member"]))
     for i, r in enumerate(ranked, 1):

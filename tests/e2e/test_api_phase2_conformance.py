@@ -211,3 +211,25 @@ def test_the_spec_names_every_lists_parameters_and_every_writes_idempotency_key(
 
 def item_params(spec: dict, path: str, method: str) -> list[dict]:
     return spec["paths"][path][method].get("parameters", [])
+
+
+# ---- Standings ---------------------------------------------------------------------------------
+
+def test_rounce_standings_rank_the_lowest_points_first(club: Club):
+    """RULES §9: in Rounce the lowest score wins, so with games_won equal the member with
+    the fewest points leads (Loo for points: the most)."""
+    lg = League(club)
+    ann, bob, cat = (lg.member(n) for n in ("Ann", "Bob", "Cat"))
+    t = lg.table([ann, bob, cat], deal="results", variant="rounce", scoring="points")
+    result = {"decisions": {"0": "play", "1": "play", "2": "play"},
+              "tricks": {"0": 3, "1": 2, "2": 0}}  # Ann 15-3, Bob 15-2, Cat rounced 15+5
+    assert club.start(t, {"result": result}).status_code == 200
+    for query in ("?scoring=points&variant=rounce", "?scoring=points"):
+        rows = lg.get(f"/standings{query}").get_json()["rows"]
+        assert [(r["rank"], r["name"], r["points"]) for r in rows] == [
+            (1, "Ann", 12), (2, "Bob", 13), (3, "Cat", 20)], query
+    loo = lg.table([ann, bob], deal="results", scoring="points")
+    result = {"decisions": {"0": "play", "1": "play"}, "tricks": {"0": 2, "1": 3}}
+    assert club.start(loo, {"result": result}).status_code == 200
+    rows = lg.get("/standings?scoring=points&variant=loo").get_json()["rows"]
+    assert [(r["name"], r["points"]) for r in rows] == [("Bob", 3), ("Ann", 2)]
