@@ -354,7 +354,7 @@ class ClubTablesResource(MethodView):
         """A club table (owner or scorer): the body of POST /v1/tables plus "season", and
         seats that may name {"member": mid}. Club owner and scorer tokens act as its admin."""
         loaded = clubs().load(club_id)
-        key = idem.key()
+        key = idem.scoped(club_id)
         check_version(loaded, body["expected_version"], key is not None and ledger(
             ).idempotent_result(ledger().keyed_table_id(key), key) is not None)
         members = tuple(s.get("member") for s in body["seats"])
@@ -368,7 +368,7 @@ class ClubTablesResource(MethodView):
         # The table first (under the Idempotency-Key), then its link in the club's stream,
         # which is idempotent: a retry with the same key after a failure in between finds
         # the table and completes the link.
-        table_id, tokens, p = create(cmd)
+        table_id, tokens, p = create(cmd, scope=club_id)
         clubs().link_table(club_id, table_id, body["season"], members, p.table.opts.variant,
                            p.table.opts.scoring)
         return created(table_id, tokens, p, seats, members)
@@ -424,7 +424,7 @@ class ImportResource(MethodView):
         except VerifyError as err:
             raise ImportRefused("import_refused", str(err)) from None
         the_plan = replace(the_plan, create=replace(the_plan.create, club=club_id))
-        key = idem.key()
+        key = idem.scoped(club_id)
         request_hash = None if key is None else idem.fingerprint(
             None, [bearer() and token_hash(bearer() or ""),
                    hashlib.sha256(request.get_data()).hexdigest()])

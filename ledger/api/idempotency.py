@@ -22,6 +22,12 @@ def key() -> str | None:
     return raw
 
 
+def scoped(scope: str | None) -> str | None:
+    """The request's key within a tenant (a club): keys of two clubs never meet."""
+    raw = key()
+    return raw if raw is None or scope is None else f"{scope}|{raw}"
+
+
 def fingerprint(viewer: Viewer | None, body: Any) -> str:
     """Same caller, same route, same body -> same fingerprint."""
     who = "anon" if viewer is None else ("admin" if viewer.admin else f"seat:{viewer.seat}")

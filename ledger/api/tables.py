@@ -53,10 +53,12 @@ class Tables(MethodView):
         return created(table_id, tokens, p, seats)
 
 
-def create(cmd: c.CreateTable) -> tuple[str, dict[str, Any], Projection]:
+def create(cmd: c.CreateTable, scope: str | None = None,
+           ) -> tuple[str, dict[str, Any], Projection]:
     """Create the table under the request's Idempotency-Key: a repeat finds the same table
-    and tokens, and the table as the first request was answered."""
-    key = idem.key()
+    and tokens, and the table as the first request was answered. A club's keys are its own
+    (`scope`: the club id): another club sending the same key creates its own table."""
+    key = idem.scoped(scope)
     request_hash = idem.fingerprint(None, request.get_json(silent=True)) if key else None
     led = ledger()
     table_id, tokens, p = led.create_table(cmd, idempotency_key=key, request_hash=request_hash)

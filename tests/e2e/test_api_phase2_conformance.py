@@ -233,3 +233,20 @@ def test_rounce_standings_rank_the_lowest_points_first(club: Club):
     assert club.start(loo, {"result": result}).status_code == 200
     rows = lg.get("/standings?scoring=points&variant=loo").get_json()["rows"]
     assert [(r["name"], r["points"]) for r in rows] == [("Bob", 3), ("Ann", 2)]
+
+
+def test_two_clubs_sending_the_same_idempotency_key_each_get_their_own_table(club: Club):
+    """A club's Idempotency-Keys are its own: another club's integration that happens to use
+    the same key (table-1, table-2, ...) is not refused with 409, nor given the other's table."""
+    body = {"seats": [{"name": "Ann"}, {"name": "Bob"}], "deal": "results", "first_dealer": 0}
+    made = []
+    for name in ("Red Lion", "Crown"):
+        lg = League(club, name)
+        r = club.c.post(lg.url("/tables"), json=body, headers=lg.h(lg.scorer) | key("table-1"))
+        assert r.status_code == 201, r.get_json()
+        made.append(r.get_json()["id"])
+        again = club.c.post(lg.url("/tables"), json=body,
+                            headers=lg.h(lg.scorer) | key("table-1"))
+        assert again.get_json()["id"] == made[-1]
+        assert [t["id"] for t in lg.get("/tables").get_json()["items"]] == [made[-1]]
+    assert made[0] != made[1]
