@@ -124,8 +124,9 @@ class ConnectionCounts:
                    for pid, count in zip(values[0::2], values[1::2], strict=True))
 
 
-# Kept over stock gthread: `loo bench parts --only worker` p99 69/130 ms against 101/285
-# (gthread) and 93/195 (gthread + reuse_port), two runs; and stock never sheds slow clients.
+# Kept over stock gthread: `loo bench parts --only worker` p99 69/130/127 ms against
+# 101/285/122 (gthread) and 93/195/127 (gthread + reuse_port), three runs; the balance is
+# not always visible, but stock gthread never sheds slow clients (test_serve_process.py).
 class BalancedThreadWorker(ThreadWorker):  # type: ignore[misc]
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -13,7 +13,8 @@ from typing import Any
 # than the decoding itself on small objects (measured 2-3x on replay). Kept over orjson:
 # `loo bench parts` json_decode, per stored event: this 0.96 µs, json.loads 2.27, orjson
 # 0.35 but it reads integers beyond 64 bits as floats (hashed data changed silently), and
-# guarding against that (a digit-run search) made it 2.09 µs.
+# guarding against that (a digit-run search) made it 2.09 µs. replay_decode, 20,000 events
+# from PostgreSQL: this 1.07-1.34x json.loads, and orjson (as psycopg's loader) 0.48-0.90x this.
 _scan = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]  # typeshed
 
 
