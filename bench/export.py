@@ -25,7 +25,7 @@ from ledger.core import commands as c
 def _table(led: Ledger, hands: int) -> str:
     seats = tuple((f"bot{i}", "heuristic") for i in range(4))
     tid, _, _ = led.create_table(c.CreateTable("loo", "pool", seats, 0, "shuffled",
-                                               {"auto_deal": False}))
+                                               {"auto_deal": False, "max_hands": hands}))
     for _ in range(hands):
         led.execute(tid, c.StartHand())
     return tid
