@@ -10,7 +10,8 @@ threaded development server), so a process serves at most LOO_SSE_MAX_STREAMS st
 once (more are refused 503 with Retry-After) and `loo serve` gives its workers that many
 threads on top of `--threads`, so open streams never take the threads other requests need.
 Each stream ends after LOO_SSE_MAX_SECONDS (the client reconnects with Last-Event-ID), and
-waits on the process's one store poller (ledger/app/feed.py), never polling by itself.
+waits on the process's one follower of the store (ledger/app/feed.py: woken by each commit),
+never polling by itself.
 """
 
 from __future__ import annotations

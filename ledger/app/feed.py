@@ -1,11 +1,16 @@
 """Live feeds (API.md Feeds): a table's or a club's events as they are committed, for
 Server-Sent Events (ledger/api/feeds.py) and anything else that follows the store.
 
-One poller per process (`Hub`) asks the store "anything after position P?" once per
-`poll` seconds while anyone listens, keeps the recent events in memory and wakes every
-stream waiting on them: a hundred listeners cost one query per interval, not a hundred.
-A stream first catches up from the store itself (from its Last-Event-ID), then follows
-the hub; when it has fallen behind what the hub still holds it reads the store again.
+One follower per process (`Hub`) asks the store "anything after position P?" when the
+store's watch (EventStore.watch) says something committed: PostgreSQL sends a NOTIFY in
+every append's transaction, which one LISTEN connection per process hears; SQLite bumps the
+watch on this process's commits and sees other processes' within a few ms from `PRAGMA
+data_version`. Without a live watch it polls every `poll` seconds (LOO_FEED_POLL). It keeps
+the recent events in memory and wakes every stream waiting on them: a hundred listeners cost
+one query per commit, not a hundred. A stream first catches up from the store itself (from
+its Last-Event-ID), then follows the hub; when it has fallen behind what the hub still holds
+it reads the store again. Live events are rendered once per feed and view (`Hub.frames`) and
+the frames shared by every stream of that feed and view.
 
 Order and exactly-once: the hub follows `read_all`, which never skips an event committed
 behind a later position (the store's high-water mark), and a stream's cursor is the last
@@ -21,6 +26,7 @@ import logging
 import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -31,7 +37,7 @@ from ledger.app.projector import decode
 from ledger.app.service import Ledger
 from ledger.app.views import Viewer, live_hand, redact
 from ledger.core import events as ev
-from ledger.store.base import EventStore, StoredEvent
+from ledger.store.base import EventStore, StoredEvent, Watch
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +58,14 @@ class FeedConfig:
 class Hub:
     """The process's one follower of the store (see the module docstring)."""
 
+    IDLE = 1.0  # seconds between reads while the store's watch is live and nothing commits
+    HELD_BACK = 0.005  # seconds between reads while a committed event is still held back
+    # Seconds at least between two reads: under a stream of commits each read takes a batch
+    # and wakes the streams once for it (a wake per commit cost a hundred streams more CPU
+    # than it saved them time); the first commit after a quiet spell is read at once.
+    GAP = 0.02
+    SCOPES = 256  # (source, viewer) scopes whose frames are kept
+
     def __init__(self, store: EventStore, poll: float = 0.05, keep: int = 20_000) -> None:
         self.store, self.poll, self.keep = store, poll, keep
         self._cond = threading.Condition()
@@ -63,6 +77,11 @@ class Hub:
         self._listeners = 0
         self._thread: threading.Thread | None = None
         self._pid = os.getpid()
+        self.reads = 0  # store reads by the hub (tests look at it)
+        # Frames rendered once per scope and shared by its streams (see `frames`).
+        self._frames: OrderedDict[Any, dict[int, bytes]] = OrderedDict()
+        self._scope_locks: dict[Any, threading.Lock] = {}
+        self._frames_lock = threading.Lock()
 
     # ---- listeners -------------------------------------------------------------------------
     def subscribe(self) -> None:
@@ -79,13 +98,10 @@ class Hub:
         with self._cond:
             self._listeners -= 1
 
-    def wake(self) -> None:
-        """Poll now (a writer of this process has just committed)."""
-        with self._cond:
-            self._cond.notify_all()
-
-    # ---- the poller ------------------------------------------------------------------------
+    # ---- the follower ----------------------------------------------------------------------
     def _run(self) -> None:
+        watch = _watch_of(self.store)
+        last_read = 0.0
         while True:
             with self._cond:
                 if self._listeners <= 0:
@@ -95,6 +111,11 @@ class Hub:
                     self._cond.notify_all()
                     return
                 ready = self._ready
+            seen = watch.count if watch is not None else 0  # before the read: no lost wake
+            pause = last_read + self.GAP - time.monotonic()
+            if pause > 0:
+                time.sleep(pause)
+            last_read = time.monotonic()
             try:
                 if not ready:
                     head = self.store.last_position()
@@ -104,6 +125,7 @@ class Hub:
                         self._ready = True
                         self._cond.notify_all()
                 page = self.store.read_all(after_position=self.head, limit=PAGE)
+                self.reads += 1
             except Exception:  # the store is down: listeners wait, and the hub tries again
                 log.exception("feed hub: reading the store failed")
                 time.sleep(max(self.poll, 0.5))
@@ -119,8 +141,20 @@ class Hub:
                         del self._events[:cut], self._positions[:cut]
                     self._cond.notify_all()
             if len(page) < PAGE:
-                with self._cond:
-                    self._cond.wait(self.poll)
+                self._idle(watch, seen)
+
+    def _idle(self, watch: Watch | None, seen: int) -> None:
+        """Wait for the next commit: woken by the store's watch when it has one (a commit of
+        any process), else polling every `poll` seconds."""
+        if watch is None:
+            with self._cond:
+                self._cond.wait(self.poll)
+        elif watch.top > self.head:
+            # Committed but held back behind an older open transaction (PostgreSQL's
+            # high-water mark, ledger/store/postgres.py): read again shortly.
+            time.sleep(self.HELD_BACK)
+        else:
+            watch.wait(seen, self.IDLE if watch.live else self.poll)
 
     def snapshot_floor(self, timeout: float) -> int | None:
         """The hub's floor once it is ready (None if it is not within `timeout`)."""
@@ -146,6 +180,42 @@ class Hub:
                 if remaining <= 0:
                     return []
                 self._cond.wait(remaining)
+
+    # ---- frames shared by the streams of one scope ----------------------------------------
+    def frames(self, scope: Any, events: Sequence[StoredEvent],
+               build: Callable[[Sequence[StoredEvent]], list[tuple[int, bytes]]]) -> bytes:
+        """The SSE frames of `events` for `scope` (a feed and the view its caller gets), each
+        rendered once for all the streams of that scope: a hundred screens on one club cost
+        one rendering of each event, not a hundred. `build` renders the events not yet
+        rendered, giving (position, frame) for those the scope shows."""
+        with self._frames_lock:
+            lock = self._scope_locks.get(scope)
+            if lock is None:
+                lock = self._scope_locks[scope] = threading.Lock()
+        with lock:  # one stream renders; the others of the scope wait and reuse
+            with self._frames_lock:
+                cache = self._frames.get(scope)
+                if cache is None:
+                    cache = self._frames[scope] = {}
+                    while len(self._frames) > self.SCOPES:
+                        old, _ = self._frames.popitem(last=False)
+                        self._scope_locks.pop(old, None)
+                else:
+                    self._frames.move_to_end(scope)
+            missing = [s for s in events if s.position not in cache]
+            if missing:
+                cache.update(build(missing))
+                for s in missing:
+                    cache.setdefault(s.position, b"")  # shows nothing to this scope
+                if len(cache) > 2 * self.keep:
+                    for p in list(cache)[: len(cache) - self.keep]:
+                        del cache[p]
+            return b"".join(cache.get(s.position, b"") for s in events)
+
+
+def _watch_of(store: EventStore) -> Watch | None:
+    watch = getattr(store, "watch", None)
+    return watch() if callable(watch) else None
 
 
 _hubs: dict[tuple[int, int], Hub] = {}
@@ -175,18 +245,41 @@ class Source(Protocol):
         ...
 
 
+class SharedSource(Source, Protocol):
+    """A source whose rendering of an event is the same for every stream of its `scope`
+    (hashable): live events are then rendered once per scope (Hub.frames)."""
+
+    scope: Any
+
+    def select(self, events: Sequence[StoredEvent]) -> list[StoredEvent]:
+        """The events this stream follows (it may remember what it has seen)."""
+        ...
+
+    def render_selected(self, events: Sequence[StoredEvent],
+                        ) -> list[tuple[int, str, dict[str, Any]]]:
+        """`render` of events `select` gave."""
+        ...
+
+
 class TableSource:
     """One table's events, as the caller's token may see them (the JSON feed's view)."""
 
     def __init__(self, ledger: Ledger, table_id: str, viewer: Viewer) -> None:
         self.ledger, self.table_id, self.viewer = ledger, table_id, viewer
+        self.scope = ("table", table_id, viewer)
 
     def catch_up(self, after: int) -> tuple[list[StoredEvent], bool]:
         found = self.ledger.store.load_after_position(self.table_id, after, PAGE)
         return found, len(found) == PAGE
 
+    def select(self, events: Sequence[StoredEvent]) -> list[StoredEvent]:
+        return [s for s in events if s.table_id == self.table_id]
+
     def render(self, events: Sequence[StoredEvent]) -> list[tuple[int, str, dict[str, Any]]]:
-        mine = [s for s in events if s.table_id == self.table_id]
+        return self.render_selected(self.select(events))
+
+    def render_selected(self, mine: Sequence[StoredEvent],
+                        ) -> list[tuple[int, str, dict[str, Any]]]:
         if not mine:
             return []
         out = table_events(self.ledger, self.table_id, mine, self.viewer,
@@ -219,6 +312,7 @@ class ClubSource:
     def __init__(self, ledger: Ledger, club_id: str, table_ids: set[str]) -> None:
         self.ledger, self.club_id = ledger, club_id
         self.streams = {club_id} | set(table_ids)
+        self.scope = ("club", club_id)
 
     def catch_up(self, after: int) -> tuple[list[StoredEvent], bool]:
         found = self.ledger.store.read_all(after_position=after, limit=PAGE)
@@ -232,8 +326,14 @@ class ClubSource:
             return True
         return False
 
+    def select(self, events: Sequence[StoredEvent]) -> list[StoredEvent]:
+        return [s for s in events if self.selects(s)]
+
     def render(self, events: Sequence[StoredEvent]) -> list[tuple[int, str, dict[str, Any]]]:
-        mine = [s for s in events if self.selects(s)]
+        return self.render_selected(self.select(events))
+
+    def render_selected(self, mine: Sequence[StoredEvent],
+                        ) -> list[tuple[int, str, dict[str, Any]]]:
         docs = club_feed(self.ledger, self.club_id, mine, wait=CHECKPOINT_WAIT)
         return [(s.position, s.type, d) for s, d in zip(mine, docs, strict=True)]
 
@@ -303,7 +403,7 @@ def attach_checkpoints(ledger: Ledger, table_id: str, stored: Sequence[StoredEve
         ends = [i for i in missing if _is_head(ledger, stored[i])]
         if not ends:
             return
-        time.sleep(0.05)
+        time.sleep(0.01)  # the writer saves it right after its commit: soon
 
 
 def _is_head(ledger: Ledger, s: StoredEvent) -> bool:
@@ -353,10 +453,13 @@ def follow(source: Source, hub: Hub, after: int, config: FeedConfig,
                 yield b": the token was revoked\n\n"
                 return
         if events:
-            frames = source.render(events)
+            if floor is None and hasattr(source, "scope"):  # live: rendered once per scope
+                chunk = _shared_frames(source, hub, events, dumps)  # type: ignore[arg-type]
+            else:
+                chunk = b"".join(sse_frame(p, k, d, dumps) for p, k, d in source.render(events))
             last = max(last, events[-1].position)
-            if frames:
-                yield b"".join(sse_frame(p, k, d, dumps) for p, k, d in frames)
+            if chunk:
+                yield chunk
                 quiet_until = clock() + config.keepalive
         if caught_up and floor is not None:
             # Every event at or below the hub's floor was committed before this catch-up
@@ -365,6 +468,14 @@ def follow(source: Source, hub: Hub, after: int, config: FeedConfig,
         if clock() >= quiet_until:
             yield b": keepalive\n\n"
             quiet_until = clock() + config.keepalive
+
+
+def _shared_frames(source: SharedSource, hub: Hub, events: Sequence[StoredEvent],
+                   dumps: Callable[[Any], bytes]) -> bytes:
+    def build(batch: Sequence[StoredEvent]) -> list[tuple[int, bytes]]:
+        return [(p, sse_frame(p, k, d, dumps)) for p, k, d in source.render_selected(batch)]
+
+    return hub.frames(source.scope, source.select(events), build)
 
 
 def _club_of(s: StoredEvent) -> str | None:

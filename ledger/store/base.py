@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -68,6 +69,34 @@ class StoreUnavailable(StoreError):
     """The database cannot be reached or used (bad DATABASE_URL, server down, no schema)."""
 
 
+class Watch:
+    """Commits to the store as a follower waits on them (`EventStore.watch`): a counter
+    that moves when events commit, and the highest position known committed (`top`).
+
+    `live`: `wait` returns soon after any process's commit (PostgreSQL: while its LISTEN
+    connection is up; SQLite: within a few ms, see sqlite.py); when not, only this process's
+    commits are signalled and a follower polls the store as well."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self.count = 0
+        self.top = 0
+        self.live = False
+
+    def bump(self, position: int = 0) -> None:
+        """Events committed (up to `position`, when known)."""
+        with self._cond:
+            self.count += 1
+            self.top = max(self.top, position)
+            self._cond.notify_all()
+
+    def wait(self, seen: int, timeout: float) -> int:
+        """Until the counter is no longer `seen` or `timeout` seconds pass; the counter."""
+        with self._cond:
+            self._cond.wait_for(lambda: self.count != seen, timeout)
+            return self.count
+
+
 class EventStore(Protocol):
     """Append-only, per-table versioned, hash-chained events with one global order."""
 
@@ -115,6 +144,10 @@ class EventStore(Protocol):
 
     def checkpoints(self, table_id: str) -> list[dict[str, Any]]:
         """The table's saved checkpoints, by increasing version."""
+        ...
+
+    def watch(self) -> Watch:
+        """The store's commit signal for followers (ledger/app/feed.py); cheap to call."""
         ...
 
     def head_position(self) -> int:

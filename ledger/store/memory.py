@@ -15,6 +15,7 @@ from ledger.store.base import (
     NewEvent,
     StoredEvent,
     VersionConflict,
+    Watch,
 )
 from ledger.store.hashing import GENESIS, positioned, seal
 
@@ -33,6 +34,8 @@ class MemoryStore:
         self._deliveries: dict[str, list[dict[str, Any]]] = {}
         self._positions: dict[str, int] = {}
         self._rows: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self._watch = Watch()
+        self._watch.live = True  # one process: every append bumps it
 
     def upgrade(self) -> None:
         return None
@@ -60,7 +63,11 @@ class MemoryStore:
             if idempotency_key is not None:
                 self._keys[(table_id, idempotency_key)] = IdempotentResult(
                     idempotency_key, request_hash, out[0].version, out[-1].version)
-            return list(out)
+        self._watch.bump(out[-1].position)
+        return list(out)
+
+    def watch(self) -> Watch:
+        return self._watch
 
     def load(self, table_id: str, after_version: int = 0,
              up_to_version: int | None = None) -> list[StoredEvent]:

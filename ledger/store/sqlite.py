@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -27,6 +28,7 @@ from ledger.store.base import (
     StoredEvent,
     StoreUnavailable,
     VersionConflict,
+    Watch,
 )
 from ledger.store.bulk import gc_paused, load_json
 from ledger.store.hashing import GENESIS, canonical_json, positioned, seal
@@ -41,6 +43,9 @@ _INSERT = ("INSERT INTO events (table_id, version, position, type, hand, data, c
 _WEBHOOK_COLS = "webhook_id, club_id, position, attempt, retry_at, lease_owner, lease_until"
 _WEBHOOK_KEYS = tuple(_WEBHOOK_COLS.split(", "))
 _MAX_IDLE = 8
+# Seconds between looks at PRAGMA data_version while a follower waits for a commit: other
+# processes' commits are seen this late at most (this process's wake it at once).
+OTHERS_EVERY = 0.01
 # Connections inherited through fork() are never closed in the child (SQLite forbids
 # using them there, and closing could checkpoint or unlink the parent's WAL).
 _ORPHANS: list[object] = []
@@ -55,6 +60,7 @@ class SqliteStore:
         self._idle: list[sqlite3.Connection] = []
         self._pid = os.getpid()
         self._secret: bytes | None = None
+        self._watch: _SqliteWatch | None = None
         with self._conn() as conn:
             conn.execute("SELECT 1")
 
@@ -147,7 +153,15 @@ class SqliteStore:
                              (table_id, idempotency_key, request_hash, sealed[0].version,
                               sealed[-1].version))
             conn.execute("COMMIT")
+        if self._watch is not None:
+            self._watch.bump(last + len(sealed))
         return positioned(table_id, sealed, last + 1)
+
+    def watch(self) -> Watch:
+        with self._lock:
+            if self._watch is None or self._watch.pid != os.getpid():
+                self._watch = _SqliteWatch(self._open)
+            return self._watch
 
     # ---- reads ----------------------------------------------------------------------------
     def load(self, table_id: str, after_version: int = 0,
@@ -328,6 +342,54 @@ class SqliteStore:
     def close(self) -> None:
         with self._lock:
             idle, self._idle = self._idle, []
+            watch, self._watch = self._watch, None
+        if watch is not None and watch.pid == os.getpid():
+            watch.close()
         if os.getpid() == self._pid:
             for conn in idle:
                 conn.close()
+
+
+class _SqliteWatch(Watch):
+    """This process's appends bump it at once; another process's commit is seen by a waiter
+    within OTHERS_EVERY seconds, from `PRAGMA data_version` on a connection of its own (it
+    changes when any other connection commits; a look costs microseconds, no query)."""
+
+    def __init__(self, connect: Any) -> None:
+        super().__init__()
+        self.pid = os.getpid()
+        self._connect = connect
+        self._conn: sqlite3.Connection | None = None
+        self._version: int | None = None
+        self._look = threading.Lock()
+        self.live = True  # other processes' commits within OTHERS_EVERY
+
+    def _others_committed(self) -> bool:
+        with self._look:
+            try:
+                if self._conn is None:
+                    self._conn = self._connect()
+                (version,) = self._conn.execute("PRAGMA data_version").fetchone()
+            except (sqlite3.Error, StoreUnavailable):
+                return True  # cannot tell: let the follower read the store
+            changed = version != self._version  # the first look cannot tell either
+            self._version = version
+            return changed
+
+    def wait(self, seen: int, timeout: float) -> int:
+        deadline = time.monotonic() + timeout
+        while True:
+            count = super().wait(seen, min(OTHERS_EVERY, max(0.0, deadline - time.monotonic())))
+            if count != seen:
+                return count
+            if self._others_committed():
+                self.bump()
+                return self.count
+            if time.monotonic() >= deadline:
+                return count
+
+    def close(self) -> None:
+        with self._look:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None

@@ -63,3 +63,58 @@ def test_a_slow_stream_behind_the_hubs_window_reads_the_store_and_misses_nothing
     hub.unsubscribe()
     assert ids == list(range(4, 431))  # every event after position 3, once, in order
     assert comments >= 1
+
+
+class Shared(Everything):
+    """A source whose streams share their rendering (as every stream of one club does)."""
+
+    scope = ("club", "c")
+
+    def __init__(self, store: MemoryStore, rendered: list[int]) -> None:
+        super().__init__(store)
+        self.rendered = rendered
+
+    def select(self, events: Sequence[StoredEvent]) -> list[StoredEvent]:
+        return [s for s in events if s.table_id == "a"]  # this feed shows table a only
+
+    def render(self, events: Sequence[StoredEvent]) -> list[tuple[int, str, dict[str, Any]]]:
+        return self.render_selected(self.select(events))
+
+    def render_selected(self, events: Sequence[StoredEvent],
+                        ) -> list[tuple[int, str, dict[str, Any]]]:
+        self.rendered.extend(s.position for s in events)
+        return [(s.position, s.type, {"table": s.table_id}) for s in events]
+
+
+def _ids(chunks: list[bytes]) -> list[int]:
+    return [int(line[4:]) for c in chunks for line in c.decode().splitlines()
+            if line.startswith("id: ")]
+
+
+def test_live_events_are_rendered_once_for_all_the_streams_of_a_scope() -> None:
+    store = MemoryStore()
+    hub = Hub(store, poll=0.005)
+    hub.subscribe()
+    config = FeedConfig(keepalive=0.05, max_seconds=60, max_streams=3, poll=0.005)
+    rendered: list[int] = []
+    streams = [follow(Shared(store, rendered), hub, 0, config,
+                      lambda d: json.dumps(d).encode()) for _ in range(3)]
+    got: list[list[bytes]] = [[] for _ in streams]
+    for i, body in enumerate(streams):
+        while not got[i] or not got[i][-1].startswith(b": keepalive"):
+            got[i].append(next(body))  # caught up (nothing yet), now following the hub
+    writer = threading.Thread(target=_writer, args=(store, 40))
+    writer.start()
+    writer.join()
+    deadline = time.monotonic() + 10
+    for i, body in enumerate(streams):
+        while len(_ids(got[i])) < 20 and time.monotonic() < deadline:
+            got[i].append(next(body))
+    hub.unsubscribe()
+    want = [s.position for s in store.read_all(0, 100) if s.table_id == "a"]
+    assert len(want) == 20
+    for chunks in got:
+        assert _ids(chunks) == want  # each stream: every event of its feed, once, in order
+    # Rendered once each, not once per stream (what the first stream to meet an event
+    # rendered, the others reused).
+    assert sorted(rendered) == want

@@ -1,0 +1,103 @@
+"""The feed hub wakes on commit (ledger/app/feed.py, EventStore.watch): another process's
+append reaches a waiting stream at once, not at the next poll, and an idle hub does not
+read the store over and over. PostgreSQL: an event held back behind an older open
+transaction is delivered as soon as that transaction ends, though it sends no NOTIFY."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+
+from ledger.app.feed import Hub
+from ledger.store.base import NewEvent
+from tests.integration.conftest import Backend
+
+POLL = 30.0  # the hub's fallback poll: far longer than any wait below
+
+
+def _event(n: int) -> list[NewEvent]:
+    return [NewEvent("note", None, {"n": n})]
+
+
+def _ready_hub(backend: Backend) -> Hub:
+    hub = Hub(backend.store, poll=POLL)
+    hub.subscribe()
+    assert hub.snapshot_floor(timeout=10) is not None
+    # The watch is up (PostgreSQL: its LISTEN connection) before anything is measured.
+    watch = backend.store.watch()
+    deadline = time.monotonic() + 10
+    while not watch.live and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert watch.live
+    return hub
+
+
+def _arrives(hub: Hub, after: int, position: int, within: float) -> float:
+    """Seconds until the hub holds `position` (fails if it takes longer than `within`)."""
+    start = time.monotonic()
+    while True:
+        got = hub.wait(after, timeout=max(0.0, start + within - time.monotonic()))
+        assert got is not None
+        if any(s.position == position for s in got):
+            return time.monotonic() - start
+        assert time.monotonic() - start < within, "the hub did not wake on the commit"
+
+
+def test_another_process_append_wakes_the_hub_at_once(sql_backend: Backend) -> None:
+    hub = _ready_hub(sql_backend)
+    other = sql_backend.reopen()  # another process's store: its appends bump only its own
+    try:
+        tid = f"table-{uuid.uuid4().hex}"
+        after = hub.head
+        took = []
+        for n in range(5):
+            stored = other.append(tid, _event(n), n)
+            took.append(_arrives(hub, after, stored[0].position, within=3.0))
+            after = stored[0].position
+        assert max(took) < 1.0, took  # a poll of POLL seconds would take far longer
+        # Idle, the hub waits on the watch instead of reading the store again and again.
+        reads = hub.reads
+        time.sleep(0.5)
+        assert hub.reads - reads <= 2
+    finally:
+        hub.unsubscribe()
+        other.close()
+
+
+def test_this_process_append_wakes_the_hub(sql_backend: Backend) -> None:
+    hub = _ready_hub(sql_backend)
+    try:
+        tid = f"table-{uuid.uuid4().hex}"
+        stored = sql_backend.store.append(tid, _event(0), 0)
+        assert _arrives(hub, 0, stored[0].position, within=3.0) < 1.0
+    finally:
+        hub.unsubscribe()
+
+
+def test_postgres_an_event_held_back_arrives_when_the_older_transaction_ends(
+        postgres_backend: Backend, pg_url: str) -> None:
+    import psycopg
+
+    hub = _ready_hub(postgres_backend)
+    try:
+        with psycopg.connect(pg_url) as blocker:  # holds a transaction id, writes nothing
+            blocker.execute("SELECT pg_current_xact_id()")
+            tid = f"table-{uuid.uuid4().hex}"
+            stored = postgres_backend.store.append(tid, _event(0), 0)
+            got = hub.wait(hub.head, timeout=0.5)
+            assert not any(s.position == stored[0].position for s in got or [])  # held back
+            blocker.rollback()  # no NOTIFY comes of this: the hub must look again by itself
+            assert _arrives(hub, 0, stored[0].position, within=3.0) < 1.0
+    finally:
+        hub.unsubscribe()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_closed_store_ends_its_watch(kind: str, request: pytest.FixtureRequest) -> None:
+    backend: Backend = request.getfixturevalue(f"{kind}_backend")
+    watch = backend.store.watch()
+    backend.store.close()
+    thread = getattr(watch, "_thread", None)
+    assert thread is None or not thread.is_alive()
