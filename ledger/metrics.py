@@ -42,6 +42,21 @@ JOBS_ENQUEUED = Counter("loo_jobs_enqueued_total", "Follow-up jobs (bot turns, s
 JOBS_INLINE = Counter("loo_jobs_inline_total", "Jobs run in-process (no REDIS_URL), by "
                       "outcome", ["outcome"])
 
+WEBHOOK_DELIVERIES = Counter("loo_webhook_deliveries_total", "Webhook delivery attempts, by "
+                             "outcome: delivered (a 2xx answer), rejected (another status), "
+                             "timeout, refused, blocked (the address guard), error",
+                             ["outcome"])
+WEBHOOK_OUTCOMES = ("delivered", "rejected", "timeout", "refused", "blocked", "error")
+
+
+def count_webhook_attempt(status: int | str) -> None:
+    """One POST to a webhook endpoint: its HTTP status, or how it failed without one."""
+    if isinstance(status, int):
+        outcome = "delivered" if 200 <= status < 300 else "rejected"
+    else:
+        outcome = status if status in WEBHOOK_OUTCOMES else "error"
+    WEBHOOK_DELIVERIES.labels(outcome).inc()
+
 
 def count_appended(stored: Any) -> None:
     for event in stored:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 JOB_FOR_CLUB = "workers.webhooks.for_club"
 JOB_DELIVER = "workers.webhooks.deliver"
+BUSY_AGAIN = 1.0  # seconds before an endpoint held by another run is looked at again
 
 
 def _ledger(ledger: Ledger | None) -> Ledger:
@@ -63,8 +64,10 @@ def deliver(club_id: str, webhook_id: str, *, ledger: Ledger | None = None) -> s
         club = Clubs(led).load(club_id).club
     except Exception:  # noqa: BLE001
         return "removed"
-    result = run(led, club, club_id, webhook_id, WebhookConfig.from_env())
-    if result.state == "retry" and result.retry_at is not None:
+    result = run(led, club, club_id, webhook_id, WebhookConfig.from_env(), attempted=_count)
+    if result.state in ("retry", "busy") and result.retry_at is not None:
+        # A failed attempt: at its retry time. Held by another run (one that may have died
+        # with its worker, its lease running out): look again soon.
         from rq import get_current_job
 
         job = get_current_job()
@@ -72,11 +75,20 @@ def deliver(club_id: str, webhook_id: str, *, ledger: Ledger | None = None) -> s
             from rq import Queue
 
             queue = Queue(job.origin, connection=job.connection, serializer=job.serializer)
-            delay = max(0.0, result.retry_at - time.time())
+            at = result.retry_at if result.state == "retry" else \
+                min(result.retry_at, time.time() + BUSY_AGAIN)
+            delay = max(0.0, at - time.time())
             # A new job id: this one is still running and would refuse its own duplicate.
             queue.enqueue_in(timedelta(seconds=delay), JOB_DELIVER, club_id, webhook_id,
-                             job_id=f"webhook-retry_{webhook_id}_{int(result.retry_at)}")
+                             job_id=f"webhook-retry_{webhook_id}_{int(at)}")
     return result.state
+
+
+def _count(sent: Any) -> None:
+    """Every attempt, in /metrics (loo_webhook_deliveries_total{outcome})."""
+    from ledger.metrics import count_webhook_attempt
+
+    count_webhook_attempt(sent.status)
 
 
 def rq_trigger(dispatcher: Any) -> Any:
@@ -188,19 +200,20 @@ class InlineWebhooks:
             from ledger.app.webhooks import deliver as run
 
             club = Clubs(self.ledger).load(club_id).club
-            result = run(self.ledger, club, club_id, wid, WebhookConfig.from_env())
+            result = run(self.ledger, club, club_id, wid, WebhookConfig.from_env(),
+                         attempted=_count)
         except Exception:
             log.exception("webhook %s: delivery run failed", wid)
         with self._cond:
             self._running.discard(wid)
             again = wid in self._again
             self._again.discard(wid)
-            if result is not None and result.retry_at is not None:
-                heapq.heappush(self._timers, (result.retry_at, club_id, wid))
-                self._cond.notify()
-            elif result is None or result.state == "busy":
+            if result is None or result.state == "busy":
                 # Failed (the store, say) or held by another process: look again soon.
-                heapq.heappush(self._timers, (time.time() + 1.0, club_id, wid))
+                heapq.heappush(self._timers, (time.time() + BUSY_AGAIN, club_id, wid))
+                self._cond.notify()
+            elif result.retry_at is not None:
+                heapq.heappush(self._timers, (result.retry_at, club_id, wid))
                 self._cond.notify()
         if again:
             self._submit(club_id, wid)

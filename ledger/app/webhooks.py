@@ -26,6 +26,7 @@ import ipaddress
 import logging
 import os
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -42,7 +43,10 @@ from ledger.core.errors import Invalid, NotFound
 
 log = logging.getLogger(__name__)
 
-LEASE = 120.0  # seconds a delivery run holds its endpoint (renewed as it goes)
+# Seconds a delivery run holds its endpoint: renewed every LEASE / 5 while the run lives (by
+# a thread of its own, however long a POST hangs), so a run killed mid-way (its worker's
+# SIGKILL) frees the endpoint LEASE seconds later at most.
+LEASE = 15.0
 
 
 # ---- Standard Webhooks signatures ----------------------------------------------------------
@@ -240,6 +244,37 @@ def post(url: str, headers: dict[str, str], body: bytes, config: WebhookConfig) 
 FLUSH_EVERY, FLUSH_SECONDS = 50, 0.5  # delivered events between cursor and log writes
 
 
+class _Heartbeat:
+    """Renews a delivery run's lease every LEASE / 5 seconds until stopped; `lost` is set
+    when another run holds the endpoint (this one then stops before its next POST)."""
+
+    def __init__(self, store: Any, webhook_id: str, club_id: str, owner: str,
+                 now: Callable[[], float]) -> None:
+        self.lost = threading.Event()
+        self._stop = threading.Event()
+        self._args = (store, webhook_id, club_id, owner, now)
+        self._thread = threading.Thread(target=self._run, name="loo-webhook-lease",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        store, webhook_id, club_id, owner, now = self._args
+        while not self._stop.wait(LEASE / 5):
+            try:
+                row = store.webhook_claim(webhook_id, club_id, 0, owner, now(), now() + LEASE)
+            except Exception:  # noqa: BLE001 - the store is down: the run fails as well
+                log.warning("webhook %s: the lease could not be renewed", webhook_id)
+                continue
+            if row is None:
+                self.lost.set()
+                return
+
+    def stop(self) -> None:
+        """Stop renewing; returns once no renewal is under way (the run then releases)."""
+        self._stop.set()
+        self._thread.join(timeout=LEASE)
+
+
 # ---- delivery ------------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
@@ -260,9 +295,11 @@ def start_position(ledger: Ledger, club_id: str, webhook_id: str) -> int:
 
 
 def deliver(ledger: Ledger, club: cl.Club, club_id: str, webhook_id: str,
-            config: WebhookConfig, now: Callable[[], float] = time.time) -> Run:
+            config: WebhookConfig, now: Callable[[], float] = time.time,
+            attempted: Callable[[Sent], None] = lambda sent: None) -> Run:
     """Deliver what the endpoint is owed, in position order, until it is all delivered or
-    one attempt fails (then a retry is due; see the module docstring)."""
+    one attempt fails (then a retry is due; see the module docstring). `attempted` is told
+    of every POST's outcome (the metrics)."""
     store = ledger.store
     try:
         hook = club.webhook(webhook_id)
@@ -272,13 +309,15 @@ def deliver(ledger: Ledger, club: cl.Club, club_id: str, webhook_id: str,
     start = (start_position(ledger, club_id, webhook_id)
              if store.webhook_cursor(webhook_id) is None else 0)
     row = store.webhook_claim(webhook_id, club_id, start, owner, now(), now() + LEASE)
-    if row is None:
-        return Run(0, state="busy")
+    if row is None:  # another run holds it: look again when its lease ends, if not sooner
+        held = store.webhook_cursor(webhook_id) or {}
+        return Run(0, held.get("lease_until") or now() + 1.0, state="busy")
     position, attempt, due = row["position"], row["attempt"], row["retry_at"]
     delivered, lost = 0, False
     log_rows: list[dict[str, Any]] = []
     sender = Sender(hook.url, config)
     flushed_at = time.monotonic()
+    beat = _Heartbeat(store, webhook_id, club_id, owner, now)
 
     def flush(until: float | None) -> bool:
         """The attempts so far and the cursor, in one write each (not one per event)."""
@@ -307,6 +346,9 @@ def deliver(ledger: Ledger, club: cl.Club, club_id: str, webhook_id: str,
                 if not mine or not hook.wants(s.type):
                     position = s.position
                     continue
+                if beat.lost.is_set():
+                    lost = True  # another run took the endpoint over: stop here
+                    return Run(delivered, state="busy")
                 doc = club_feed(ledger, club_id, [s], wait=CHECKPOINT_WAIT)[0]
                 body = orjson.dumps(doc)
                 msg_id = f"msg_{webhook_id}_{s.position}"
@@ -316,6 +358,7 @@ def deliver(ledger: Ledger, club: cl.Club, club_id: str, webhook_id: str,
                            "webhook-signature": sign(secret, msg_id, stamp, body),
                            "user-agent": "loo-ledger-webhooks/1"}
                 sent = sender.post(headers, body)
+                attempted(sent)
                 attempt += 1
                 log_rows.append({
                     "message_id": msg_id, "event": s.type, "position": s.position,
@@ -336,6 +379,7 @@ def deliver(ledger: Ledger, club: cl.Club, club_id: str, webhook_id: str,
                 lost = True
                 return Run(delivered, state="busy")
     finally:
+        beat.stop()
         sender.close()
         if not lost:  # write what is left and release the lease, keeping where it got to
             flush(None)

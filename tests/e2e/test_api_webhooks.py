@@ -387,3 +387,44 @@ def test_the_club_feed_shows_a_webhook_by_its_origin_only(club: Club, private_ok
     (added,) = [e for e in owner.feed() if e["type"] == "webhook_added"]
     assert added["data"]["id"] == made["id"] and added["data"]["url"] == "http://127.0.0.1:9"
     assert "salt" not in added["data"] and "s3cr3t" not in str(added)
+
+
+def test_metrics_count_every_attempt_by_outcome(club: Club, receiver: Receiver,
+                                                private_ok: None) -> None:
+    from tests.e2e.test_metrics import delta, scrape
+
+    before = scrape(club)
+    owner = Owner(club)
+    made = owner.hook(receiver.url, ["*"])
+    receiver.failing = True  # answers 500
+    table = owner.table()
+    deadline = time.monotonic() + DEADLINE
+    while sum(x["status"] == 500 for x in owner.deliveries(made["id"])) < 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    receiver.stop()  # then down: connection refused
+    while not any(x["status"] == "refused" for x in owner.deliveries(made["id"])):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    receiver.failing = False
+    receiver.start()
+    owner.play(table, 4)
+    since = _added_at(owner, made["id"])
+    expected = [e["position"] for e in owner.feed() if e["position"] > since]
+    receiver.wait_for(lambda got: len(got) >= len(expected), "the backlog")
+    while True:  # the log is written a moment after the answers
+        log = owner.deliveries(made["id"])
+        if sum(x["status"] == 204 for x in log) >= len(expected):
+            break
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    after = scrape(club)
+    outcomes = {"delivered": sum(x["status"] == 204 for x in log),
+                "rejected": sum(x["status"] == 500 for x in log),
+                "refused": sum(x["status"] == "refused" for x in log)}
+    assert outcomes["delivered"] == len(expected) and outcomes["rejected"] >= 2
+    assert outcomes["refused"] >= 1
+    for outcome, n in outcomes.items():
+        assert delta(after, before, "loo_webhook_deliveries_total", outcome=outcome) == n, \
+            outcome
+    assert delta(after, before, "loo_webhook_deliveries_total", outcome="timeout") == 0
