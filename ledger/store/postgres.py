@@ -3,12 +3,17 @@
 Global order (a high-water mark). A reader follows `read_all(after_position)`, so no
 event may become visible with a position at or below one the reader already passed.
 Each append's positions are `(its transaction id << 20) + 1..n`, and `read_all` returns
-only positions below `pg_snapshot_xmin(pg_current_snapshot()) << 20`, evaluated in the
-same statement as the read. Every transaction with an id under that xmin has finished,
-so nothing below the mark can still appear; anything that commits later has an id at or
-above it, hence a higher position than all the reader was given. Positions are unique
-and increasing but not dense. A long-open transaction that holds an id (anywhere in the
-cluster) delays readers until it ends; it never makes them skip.
+only positions below a mark (`_MARK`, evaluated in the same statement as the read, so
+against the same snapshot): the lowest transaction id that may still append. Appenders
+take a shared advisory lock (`_WRITING`) before their transaction id is assigned and hold
+it until they end; the mark is the snapshot's xmax, or the lowest id in progress in the
+snapshot that either has ended since (it may have appended: invisible to this snapshot) or
+still holds that lock (pg_locks, read once). Nothing below the mark can still appear;
+anything that commits later has an id at or above it, hence a higher position than all the
+reader was given. Positions are unique and increasing but not dense. An append still open
+delays readers until it ends; it never makes them skip. Other transactions do not delay
+them (the mark was the snapshot's xmin: any transaction anywhere on the server holding an
+id, a migration, a test's, another database's, held every feed back until it ended).
 
 Followers are woken on commit: after each append this process's own followers at once, and
 every process's through a NOTIFY of the last position committed, sent right after the
@@ -77,18 +82,46 @@ from ledger.store.postgres_schema import MIGRATIONS
 
 log = logging.getLogger(__name__)
 _COLS = "version, position, type, hand, data, recorded_at, causation, prev_hash, hash"
-_APPEND = "SELECT loo_append(%s, %s, %s, %s::jsonb, %s, %s)"
+# Appenders hold this advisory lock (shared: they never wait on each other) from before
+# their transaction id is assigned until they end; readers wait for them only (_MARK).
+_WRITING = "pg_advisory_xact_lock_shared(1282371361, hashtext(current_schema()))"
+_APPEND = ("SELECT loo_append(%s, %s, %s, %s::jsonb, %s, %s)"
+           f" FROM (SELECT {_WRITING}) AS writing")
 # The NOTIFY channel of the feeds: the schema's (stores share a database in tests, benches).
 _CHANNEL = "'loo_' || left(md5(current_schema()), 24)"
 _HEAD = "SELECT version, hash FROM events WHERE table_id = %s ORDER BY version DESC LIMIT 1"
 _LOAD = (f"SELECT {_COLS} FROM events WHERE table_id = %s AND version > %s AND version <= %s"
          " ORDER BY version")
-_READ_ALL = (f"SELECT table_id, {_COLS} FROM events WHERE position > %s"
-             " AND position < (pg_snapshot_xmin(pg_current_snapshot())::text::bigint << 20)"
-             " ORDER BY position LIMIT %s")
-# The high-water mark of _READ_ALL: the last position below it (one index probe backwards).
-_LAST_POSITION = ("SELECT coalesce(max(position), 0) FROM events WHERE position <"
-                  " (pg_snapshot_xmin(pg_current_snapshot())::text::bigint << 20)")
+# The high-water mark, as a transaction id: every append with a lower id has ended. The
+# snapshot's xmax, or the lowest id still in progress in it that may be an appender: one
+# that has ended since (it may have appended: not yet visible to this snapshot), or one still
+# running that holds the lock above. One still running without it took its id before it
+# could append (the lock comes first), so it never will: it is not waited for. pg_locks is
+# read once (one consistent view of the lock table), and only when something is in
+# progress. Evaluated in the same statement as the read, so with the same snapshot.
+_MARK = """
+WITH s AS MATERIALIZED (SELECT pg_current_snapshot() AS snap),
+xip AS MATERIALIZED (SELECT x::text::bigint AS x FROM s, pg_snapshot_xip(s.snap) AS x),
+locks AS MATERIALIZED (
+    SELECT locktype, transactionid::text::bigint AS x, virtualtransaction AS vxid
+    FROM pg_locks
+    WHERE EXISTS (SELECT 1 FROM xip) AND granted
+      AND (locktype = 'transactionid' AND mode = 'ExclusiveLock'
+           OR locktype = 'advisory' AND classid = 1282371361::oid
+              AND objid = hashtext(current_schema())::oid AND objsubid = 2
+              AND database = (SELECT oid FROM pg_database
+                              WHERE datname = current_database()))),
+mark AS (
+    SELECT least((SELECT pg_snapshot_xmax(snap)::text::bigint FROM s),
+                 (SELECT min(xip.x) FROM xip WHERE NOT EXISTS (
+                      SELECT 1 FROM locks r WHERE r.locktype = 'transactionid' AND r.x = xip.x
+                        AND NOT EXISTS (SELECT 1 FROM locks w WHERE w.locktype = 'advisory'
+                                        AND w.vxid = r.vxid)))) AS m)"""
+_READ_ALL = (_MARK + f" SELECT table_id, {_COLS} FROM events WHERE position > %s"
+             " AND position < ((SELECT m FROM mark) << 20) ORDER BY position LIMIT %s")
+# The last position below the mark (one index probe backwards).
+_LAST_POSITION = (_MARK + " SELECT coalesce(max(position), 0) FROM events"
+                  " WHERE position < ((SELECT m FROM mark) << 20)")
 # A loose index scan: one index probe per table instead of reading every event.
 _TABLE_IDS = """
 WITH RECURSIVE t(id) AS (
@@ -123,7 +156,7 @@ WITH head AS (
     SELECT version, hash FROM events WHERE table_id = %s ORDER BY version DESC LIMIT 1),
 base AS (
     SELECT pg_current_xact_id()::text::bigint << 20 AS base
-    FROM (SELECT 1) AS one LEFT JOIN head ON true
+    FROM (SELECT {_WRITING}) AS writing, (SELECT 1) AS one LEFT JOIN head ON true
     WHERE coalesce(head.version, 0) = %s AND coalesce(head.hash, %s) = %s)
 INSERT INTO events (table_id, version, position, type, hand, data, causation, recorded_at,
                     prev_hash, hash)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from typing import Any
 
 import pytest
 
@@ -76,14 +77,25 @@ def test_this_process_append_wakes_the_hub(sql_backend: Backend) -> None:
         hub.unsubscribe()
 
 
-def test_postgres_an_event_held_back_arrives_when_the_older_transaction_ends(
-        postgres_backend: Backend, pg_url: str) -> None:
+def _appending(pg_url: str, schema: str) -> Any:
+    """A connection in the middle of an append: it holds the appenders' lock and a
+    transaction id, and has not committed (what PostgresStore.append does first)."""
     import psycopg
 
+    from ledger.store.postgres import _WRITING
+
+    conn = psycopg.connect(pg_url, options=f"-c search_path={schema}")
+    conn.execute(f"SELECT {_WRITING}")
+    conn.execute("SELECT pg_current_xact_id()")
+    return conn
+
+
+def test_postgres_an_event_held_back_arrives_when_the_older_append_ends(
+        postgres_backend: Backend, pg_url: str) -> None:
+    assert postgres_backend.spec is not None
     hub = _ready_hub(postgres_backend)
     try:
-        with psycopg.connect(pg_url) as blocker:  # holds a transaction id, writes nothing
-            blocker.execute("SELECT pg_current_xact_id()")
+        with _appending(pg_url, postgres_backend.spec[2] or "") as blocker:
             tid = f"table-{uuid.uuid4().hex}"
             stored = postgres_backend.store.append(tid, _event(0), 0)
             got = hub.wait(hub.head, timeout=0.5)
@@ -92,6 +104,28 @@ def test_postgres_an_event_held_back_arrives_when_the_older_transaction_ends(
             assert _arrives(hub, 0, stored[0].position, within=3.0) < 1.0
     finally:
         hub.unsubscribe()
+
+
+def test_postgres_read_all_waits_for_appends_in_progress_only(
+        postgres_backend: Backend, pg_url: str) -> None:
+    """The high-water mark waits for older transactions that may append, not for every
+    transaction of the server (a long one anywhere held every feed back)."""
+    import psycopg
+
+    assert postgres_backend.spec is not None
+    store = postgres_backend.store
+    tid = f"table-{uuid.uuid4().hex}"
+    with psycopg.connect(pg_url) as other:  # any other transaction with an id, open
+        other.execute("SELECT pg_current_xact_id()")
+        stored = store.append(tid, _event(0), 0)
+        assert store.read_all(0, 10) == stored  # not held back by it
+        assert store.last_position() == stored[0].position
+        with _appending(pg_url, postgres_backend.spec[2] or "") as appender:
+            later = store.append(tid, _event(1), 1)
+            assert store.read_all(0, 10) == stored  # held back: an older append is open
+            assert store.last_position() == stored[0].position
+            appender.rollback()
+        assert store.read_all(0, 10) == stored + later
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
