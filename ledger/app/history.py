@@ -44,10 +44,15 @@ def event_json(s: Any) -> dict[str, Any]:
 def actions_of(events: Sequence[ev.Event], ordered: bool) -> list[Action]:
     """The seats' actions that produced a hand's events (what a scorer would have sent)."""
     out: list[Action] = []
-    i = 0
-    while i < len(events):
+    i, n = 0, len(events)
+    played, decided, discarded = ev.TilePlayed, ev.PlayerDecided, ev.TilesDiscarded
+    while i < n:
         e = events[i]
-        if isinstance(e, ev.PlayerDecided):
+        kind = type(e)  # the event classes are final: a type test per event, plays first
+        if kind is played:
+            out.append(Play(e.seat, e.tile, e.suit))  # type: ignore[union-attr]
+        elif kind is decided:
+            assert isinstance(e, ev.PlayerDecided)
             discard: tuple[int, ...] = ()
             drawn = None
             if e.take_turn_up:
@@ -61,10 +66,8 @@ def actions_of(events: Sequence[ev.Event], ordered: bool) -> list[Action]:
                     drawn = events[i + 1].tiles  # type: ignore[union-attr]
                 i += 1
             out.append(Decide(e.seat, e.choice, e.take_turn_up, discard, e.for_pool, drawn))
-        elif isinstance(e, ev.TilesDiscarded):
-            out.append(Discard(e.seat, e.tiles))
-        elif isinstance(e, ev.TilePlayed):
-            out.append(Play(e.seat, e.tile, e.suit))
+        elif kind is discarded:
+            out.append(Discard(e.seat, e.tiles))  # type: ignore[union-attr]
         i += 1
     return out
 
@@ -91,12 +94,15 @@ def _document(table_id: str, before: tb.Table, stored: Sequence[Any],
     """hand_document, given the decoded events and the table after them."""
     h = t.hand
     assert h is not None
-    started = next(e for e in decoded if isinstance(e, ev.HandStarted))
-    dealt = next((e for e in decoded if isinstance(e, ev.TilesDealt)), None)
-    turned = next((e for e in decoded if isinstance(e, ev.TrumpTurned)), None)
-    revealed = next((e for e in decoded if isinstance(e, ev.SeedRevealed)), None)
-    done = next(e for e in decoded if isinstance(e, ev.HandCompleted))
-    won = next((e for e in decoded if isinstance(e, ev.GameWon)), None)
+    first: dict[type, Any] = {}  # the first event of each type, in one pass
+    for e in decoded:
+        first.setdefault(type(e), e)
+    started: ev.HandStarted = first[ev.HandStarted]
+    dealt: ev.TilesDealt | None = first.get(ev.TilesDealt)
+    turned: ev.TrumpTurned | None = first.get(ev.TrumpTurned)
+    revealed: ev.SeedRevealed | None = first.get(ev.SeedRevealed)
+    done: ev.HandCompleted = first[ev.HandCompleted]
+    won: ev.GameWon | None = first.get(ev.GameWon)
     opts = before.opts
     n = opts.players
     result: dict[str, Any] = {
@@ -128,7 +134,7 @@ def _document(table_id: str, before: tb.Table, stored: Sequence[Any],
                                                       enumerate(before.balances)},
                    "scores": {str(s): b for s, b in enumerate(before.scores)}},
     }
-    book = chip_ledger(stored, n)
+    book = chip_ledger(stored, n, decoded)
     if opts.scoring == "pool":
         hand["transfers"] = [{k: x[k] for k in ("hand", "version", "from", "to", "amount",
                                                 "reason")} for x in book["transfers"]]

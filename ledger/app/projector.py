@@ -54,8 +54,10 @@ _CHIP_EVENTS = frozenset({"stake_posted", "tricks_paid", "penalty_assessed", "ha
 _SCORE_EVENTS = frozenset({"points_scored", "hand_voided"})
 
 
-def chip_ledger(stored: Iterable[StoredEvent], players: int) -> dict[str, Any]:
-    """Double-entry transfers between `seat:N` and `pool`; balances always sum to zero."""
+def chip_ledger(stored: Iterable[StoredEvent], players: int,
+                decoded: Sequence[ev.Event] | None = None) -> dict[str, Any]:
+    """Double-entry transfers between `seat:N` and `pool`; balances always sum to zero.
+    `decoded`: the same events already decoded (they are not decoded again)."""
     transfers: list[dict[str, Any]] = []
     balances = {SEAT(s): 0 for s in range(players)} | {"pool": 0}
 
@@ -69,10 +71,10 @@ def chip_ledger(stored: Iterable[StoredEvent], players: int) -> dict[str, Any]:
         balances[src] -= amount
         balances[dst] += amount
 
-    for s in stored:
+    for i, s in enumerate(stored):
         if s.type not in _CHIP_EVENTS:
             continue
-        e = decode(s)
+        e = decode(s) if decoded is None else decoded[i]
         if isinstance(e, ev.StakePosted):
             move(s, SEAT(e.seat), "pool", e.amount, e.reason)
         elif isinstance(e, ev.TricksPaid):

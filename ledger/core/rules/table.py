@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from ledger.core import events as ev
@@ -318,9 +318,18 @@ def _hand_started(t: Draft, e: ev.HandStarted) -> None:
                       winner_before=t.winner, tied_before=t.tied)
 
 
+def _book(b: HandBook, flows: tuple[tuple[str, str, int], ...] | None = None,
+          points: tuple[tuple[int, int], ...] | None = None) -> HandBook:
+    """`replace(b, flows=..., points=...)` without its per-call field inspection (it runs
+    for every chip that moves, on every fold)."""
+    return HandBook(b.number, b.dealer, b.flows if flows is None else flows,
+                    b.points if points is None else points, b.scores_before,
+                    b.status_before, b.winner_before, b.tied_before)
+
+
 def _flow(t: Draft, src: str, dst: str, amount: int) -> None:
     if t.book is not None and amount > 0:
-        t.book = replace(t.book, flows=(*t.book.flows, (src, dst, amount)))
+        t.book = _book(t.book, flows=(*t.book.flows, (src, dst, amount)))
 
 
 def _stake(t: Draft, e: ev.StakePosted) -> None:
@@ -361,8 +370,8 @@ def _penalty(t: Draft, e: ev.PenaltyAssessed) -> None:
 def _scored(t: Draft, e: ev.PointsScored) -> None:
     t.scores = e.totals
     if t.book is not None:
-        t.book = replace(t.book, points=(*t.book.points,
-                                         *((seat, delta) for seat, delta, _ in e.deltas)))
+        t.book = _book(t.book, points=(*t.book.points,
+                                       *((seat, delta) for seat, delta, _ in e.deltas)))
 
 
 def _settled(t: Draft, e: ev.HandSettled) -> None:

@@ -38,6 +38,10 @@ def tile(a: int, b: int) -> Tile:
 
 def parse_tile(text: object) -> Tile:
     """Parse "6-3" or "3-6"; raise Invalid for anything else."""
+    if type(text) is str:  # noqa: E721 - the stored form, exactly: one lookup (every read)
+        found = _PARSE.get(text)
+        if found is not None:
+            return found
     if isinstance(text, str):
         found = _PARSE.get(text.strip())
         if found is not None:
