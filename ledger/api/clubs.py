@@ -404,10 +404,23 @@ class ClubTablesResource(MethodView):
         return lists.page(items, limit, offset)
 
 
+IMPORT_BODY = {"required": True, "content": {
+    "application/json": {"schema": {
+        "type": "object", "description": "One loo-hh 1.0 file (the JSON Schema is served at "
+                                         "GET /v1/schemas/loo-hh-1.0.json)"}},
+    "application/x-ndjson": {"schema": {
+        "type": "string", "description": "One table's loo-hh hands, one JSON document a "
+                                         "line, from hand 1"}}}}
+
+
 @blp.route("/<club_id>/tables/import")
 class ImportResource(MethodView):
     @blp.doc(parameters=lists.params({"expected_version": lists.VERSION}, lists.WHOLE))
+    @blp.doc(requestBody=IMPORT_BODY)
     @blp.response(201, CreatedOut)
+    @blp.alt_response(422, description="import_refused: the file is not loo-hh, or a hand in "
+                                       "it breaks a rule (named with its action); nothing "
+                                       "was created")
     def post(self, club_id: str) -> Any:
         """Import loo-hh files (one JSON file, or NDJSON of one table's hands from hand 1) as
         a new recorded (or results) club table (owner or scorer): every hand is checked by the

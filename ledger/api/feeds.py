@@ -57,6 +57,7 @@ def document(spec: dict[str, Any]) -> None:
         ok = op["responses"]["200"]
         ok.setdefault("content", {})[SSE] = SSE_CONTENT
         ok["description"] = ok.get("description", "OK") + ". " + SSE_NOTE
+        op["responses"].setdefault("400", {"$ref": "#/components/responses/BAD_REQUEST"})
         op["responses"]["503"] = {
             "description": "This process already holds its bound of open event streams: "
                            "retry after Retry-After seconds",

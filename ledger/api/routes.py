@@ -19,6 +19,7 @@ def register(api: Api) -> None:
     document_problems(api)
     document_idempotency(api.spec._paths)  # noqa: SLF001 - see document_problems
     clubs.document(api.spec._paths)  # noqa: SLF001 - see document_problems
+    document_links(api)
     from ledger.api.feeds import document
 
     document(api.spec._paths)  # noqa: SLF001 - see document_problems
@@ -36,7 +37,8 @@ def _as_problem(response: dict[str, Any]) -> None:
 
 IDEMPOTENCY_KEY = {
     "in": "header", "name": "Idempotency-Key", "required": False,
-    "schema": {"type": "string", "minLength": 1, "maxLength": 200},
+    # (a key of blanks only is refused: the server strips it first)
+    "schema": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": "\\S"},
     "description": "Repeating the request with the same key returns the first answer and "
                    "appends nothing; the same key with another body is a 409 "
                    "idempotency_conflict (API.md Conventions)."}
@@ -128,6 +130,15 @@ PROBLEM_RESPONSES = {
     "FORBIDDEN": _problem("The token opens this resource but may not do this (admin_only, "
                           "read_only_token, not_your_seat, role_not_allowed, ...)"),
     "NOT_FOUND": _problem("No such table, club, hand or other resource"),
+    "BAD_REQUEST": _problem("The body is not JSON (malformed_json), or a header is malformed "
+                            "(invalid_idempotency_key, invalid_last_event_id)"),
+    "CONFLICT": _problem("The write lost a race or repeats something: version_conflict (a "
+                         "stale expected_version), idempotency_conflict (an Idempotency-Key "
+                         "used with another body), duplicate_external_id, ..."),
+    "PAYLOAD_TOO_LARGE": _problem("The body is over the server's limit (LOO_MAX_BODY_BYTES); "
+                                  "nothing of it was read"),
+    "UNSUPPORTED_MEDIA_TYPE": _problem("The body is not sent as JSON (Content-Type: "
+                                       "application/json)"),
     "TOO_MANY_REQUESTS": _problem("Over a rate limit (rate_limited); nothing was done",
                                   retry_after=True),
     "SERVICE_UNAVAILABLE": _problem("The event store cannot be reached (store_unavailable)",
@@ -163,7 +174,216 @@ def document_security(api: Api) -> None:
                 add("401", "UNAUTHORIZED")
             if "{" in path:
                 add("404", "NOT_FOUND")
+            if (method, path) == ("post", "/v1/clubs"):  # LOO_OPERATOR_TOKEN set: not it
+                add("403", "FORBIDDEN")
+            if "requestBody" in op:
+                add("400", "BAD_REQUEST")
+                add("413", "PAYLOAD_TOO_LARGE")
+                add("415", "UNSUPPORTED_MEDIA_TYPE")
+            if method != "get" and path.startswith("/v1/"):  # Idempotency-Key, versions
+                add("400", "BAD_REQUEST")
+                add("409", "CONFLICT")
             if path.startswith("/v1/"):  # rate limits spare the probes and /metrics only
                 add("429", "TOO_MANY_REQUESTS")
                 if path not in STORELESS:
                     add("503", "SERVICE_UNAVAILABLE")
+
+
+# ---- operationIds and links: what a client generator names, and how one answer leads on ----
+# Every operation's operationId (the method name a generated client gets); a test checks
+# that each operation has one and that none repeats.
+OPERATION_IDS = {
+    ("get", "/healthz"): "getLiveness",
+    ("get", "/readyz"): "getReadiness",
+    ("get", "/metrics"): "getMetrics",
+    ("post", "/v1/tables"): "createTable",
+    ("get", TABLE): "getTable",
+    ("post", TABLE + "/close"): "closeTable",
+    ("get", TABLE + "/spectators"): "listSpectators",
+    ("post", TABLE + "/spectators"): "addSpectator",
+    ("delete", TABLE + "/spectators/{spectator_id}"): "revokeSpectator",
+    ("post", TABLE + "/hands"): "startHand",
+    ("post", TABLE + "/actions"): "act",
+    ("get", TABLE + "/hint"): "getHint",
+    ("post", TABLE + "/hands/{number}/void"): "voidHand",
+    ("get", TABLE + "/hands/{number}"): "getHand",
+    ("get", TABLE + "/hands/{number}/replay"): "replayHand",
+    ("get", TABLE + "/events"): "listTableEvents",
+    ("get", TABLE + "/ledger"): "getTableLedger",
+    ("get", TABLE + "/audit"): "auditTable",
+    ("get", TABLE + "/checkpoints"): "listCheckpoints",
+    ("get", TABLE + "/hands/{number}/history"): "getHandHistory",
+    ("get", TABLE + "/history"): "getTableHistory",
+    ("get", "/v1/bots"): "listBots",
+    ("get", "/v1/checkpoints/key"): "getCheckpointKey",
+    ("get", "/v1/schemas/loo-hh-1.0.json"): "getHandHistorySchema",
+    ("post", "/v1/clubs"): "createClub",
+    ("get", CLUB): "getClub",
+    ("get", CLUB + "/tokens"): "listClubTokens",
+    ("post", CLUB + "/tokens"): "issueClubToken",
+    ("delete", CLUB + "/tokens/{token_id}"): "revokeClubToken",
+    ("get", CLUB + "/webhooks"): "listWebhooks",
+    ("post", CLUB + "/webhooks"): "addWebhook",
+    ("get", CLUB + "/webhooks/{webhook_id}"): "getWebhook",
+    ("delete", CLUB + "/webhooks/{webhook_id}"): "deleteWebhook",
+    ("get", CLUB + "/webhooks/{webhook_id}/deliveries"): "listWebhookDeliveries",
+    ("get", CLUB + "/members"): "listMembers",
+    ("post", CLUB + "/members"): "addMember",
+    ("get", CLUB + "/members/{member_id}"): "getMember",
+    ("patch", CLUB + "/members/{member_id}"): "updateMember",
+    ("post", CLUB + "/members/{member_id}/archive"): "archiveMember",
+    ("get", CLUB + "/members/{member_id}/ledger"): "getMemberLedger",
+    ("get", CLUB + "/seasons"): "listSeasons",
+    ("post", CLUB + "/seasons"): "startSeason",
+    ("post", CLUB + "/seasons/{season_id}/close"): "closeSeason",
+    ("get", CLUB + "/tables"): "listClubTables",
+    ("post", CLUB + "/tables"): "createClubTable",
+    ("post", CLUB + "/tables/import"): "importClubTables",
+    ("get", CLUB + "/standings"): "getStandings",
+    ("get", CLUB + "/history"): "getClubHistory",
+    ("get", CLUB + "/events"): "listClubEvents",
+}
+
+BEARER_FROM = "Bearer {{$response.body#/{}}}"  # a token of the answer, as a header
+SAME_CALLER = "$request.header.Authorization"  # the token the request was made with
+
+
+# Writes whose body takes `expected_version` (the stream's version the caller last saw).
+VERSIONED = {"closeTable", "addSpectator", "startHand", "act", "voidHand", "addWebhook",
+             "addMember", "updateMember", "archiveMember", "startSeason", "closeSeason"}
+
+
+def _link(operation_id: str, description: str, version: str | None = None,
+          **parameters: Any) -> dict[str, Any]:
+    """An OpenAPI link; keyword `Authorization` is the header, the others path or query
+    parameters of the target (runtime expressions, API.md's ids and tokens). `version`: the
+    stream version the answer gives, sent on as the write's `expected_version`."""
+    params = {("header.Authorization" if name == "Authorization" else name): value
+              for name, value in parameters.items()}
+    link = {"operationId": operation_id, "description": description, "parameters": params}
+    if version is not None and operation_id in VERSIONED:
+        link["requestBody"] = {"expected_version": version}
+    return link
+
+
+def _table_links(table_id: str, auth: str, hand: str, seat_auth: str | None,
+                 whose: str) -> dict[str, Any]:
+    """A table's reads and actions, opened with `auth` (`whose` names that token)."""
+    def link(op: str, what: str, **more: Any) -> dict[str, Any]:
+        return _link(op, f"{what}, with {whose}", "$response.body#/version",
+                     table_id=table_id, Authorization=auth, **more)
+
+    links = {
+        "GetTable": link("getTable", "The table as this token sees it"),
+        "Act": {**link("act", "A move at the table: its first legal action, as the body"),
+                "requestBody": "$response.body#/table/legal_actions/0",
+                "x-schemathesis": {"merge_body": False}},  # the action as it is
+        "StartHand": link("startHand", "Deal the next hand (tables without auto_deal)"),
+        "CloseTable": link("closeTable", "Close the table"),
+        "AddSpectator": link("addSpectator", "Issue a spectator token"),
+        "ListSpectators": link("listSpectators", "The spectator tokens issued"),
+        "ListTableEvents": link("listTableEvents", "The table's events (or SSE feed)"),
+        "GetTableLedger": link("getTableLedger", "Every chip transfer and the balances"),
+        "AuditTable": link("auditTable", "The audit of the table's record"),
+        "ListCheckpoints": link("listCheckpoints", "The signed chain heads"),
+        "GetTableHistory": link("getTableHistory", "The table as loo-hh hand histories"),
+        "GetHand": link("getHand", "The hand in play", number=hand),
+        "ReplayHand": link("replayHand", "The hand in play, step by step", number=hand),
+        "GetHandHistory": link("getHandHistory", "The hand's loo-hh history", number=hand),
+        "VoidHand": link("voidHand", "Void the hand", number=hand),
+    }
+    if seat_auth is not None:
+        links["GetHint"] = _link("getHint", "A hint for seat 0, with its seat token",
+                                 table_id=table_id, Authorization=seat_auth)
+        links["GetTableAsSeat"] = _link("getTable", "The table as seat 0 sees it",
+                                        table_id=table_id, Authorization=seat_auth)
+    return links
+
+
+def _club_links(club_id: str, auth: str, whose: str) -> dict[str, Any]:
+    ops = {"GetClub": ("getClub", "The club"),
+           "ListClubTokens": ("listClubTokens", "The club's tokens"),
+           "IssueClubToken": ("issueClubToken", "Issue a club token"),
+           "ListWebhooks": ("listWebhooks", "The club's webhooks"),
+           "AddWebhook": ("addWebhook", "Add a webhook"),
+           "ListMembers": ("listMembers", "The members"),
+           "AddMember": ("addMember", "Add a member"),
+           "ListSeasons": ("listSeasons", "The seasons"),
+           "StartSeason": ("startSeason", "Start a season"),
+           "ListClubTables": ("listClubTables", "The club's tables"),
+           "CreateClubTable": ("createClubTable", "Open a table in the club"),
+           "ImportClubTables": ("importClubTables", "Import played tables (loo-hh)"),
+           "GetStandings": ("getStandings", "The standings"),
+           "GetClubHistory": ("getClubHistory", "The club's hand histories"),
+           "ListClubEvents": ("listClubEvents", "The club's events (or SSE feed)")}
+    return {name: _link(op, f"{what}, with {whose}", "$response.body#/version",
+                        club_id=club_id, Authorization=auth)
+            for name, (op, what) in ops.items()}
+
+
+def _created_table_links() -> dict[str, Any]:
+    return _table_links("$response.body#/id", BEARER_FROM.format("admin_token"),
+                        "$response.body#/table/hand/number",
+                        BEARER_FROM.format("seats/0/token"), "the admin token it returned")
+
+
+def _same_club(what: tuple[tuple[str, str, str], ...], param: str) -> dict[str, Any]:
+    return {name: _link(op, f"{desc}, with the same token", club_id="$request.path.club_id",
+                        Authorization=SAME_CALLER, **{param: "$response.body#/id"})
+            for name, op, desc in what}
+
+
+# (operationId, status) -> its response's links.
+LINKS: dict[tuple[str, str], dict[str, Any]] = {
+    ("createTable", "201"): _created_table_links(),
+    ("createClubTable", "201"): _created_table_links(),
+    ("importClubTables", "201"): _created_table_links(),
+    ("act", "200"): _table_links("$request.path.table_id", SAME_CALLER,
+                                 "$response.body#/table/hand/number", None, "the same token"),
+    ("startHand", "200"): _table_links("$request.path.table_id", SAME_CALLER,
+                                       "$response.body#/table/hand/number", None,
+                                       "the same token"),
+    ("addSpectator", "201"): {
+        "GetTableAsSpectator": _link("getTable", "The table as the new spectator sees it",
+                                     table_id="$request.path.table_id",
+                                     Authorization=BEARER_FROM.format("token")),
+        "RevokeSpectator": _link("revokeSpectator", "Revoke the new spectator token",
+                                 table_id="$request.path.table_id",
+                                 spectator_id="$response.body#/id", Authorization=SAME_CALLER)},
+    ("createClub", "201"): _club_links("$response.body#/id", BEARER_FROM.format("token"),
+                                       "the owner token it returned"),
+    ("issueClubToken", "201"): {
+        "GetClubWithToken": _link("getClub", "The club as the new token's role sees it",
+                                  club_id="$request.path.club_id",
+                                  Authorization=BEARER_FROM.format("token")),
+        **_same_club((("RevokeClubToken", "revokeClubToken", "Revoke the new token"),),
+                     "token_id")},
+    ("addWebhook", "201"): _same_club((
+        ("GetWebhook", "getWebhook", "The new webhook"),
+        ("DeleteWebhook", "deleteWebhook", "Delete the new webhook"),
+        ("ListWebhookDeliveries", "listWebhookDeliveries", "The new webhook's deliveries")),
+        "webhook_id"),
+    ("addMember", "201"): _same_club((
+        ("GetMember", "getMember", "The new member"),
+        ("UpdateMember", "updateMember", "Rename the new member"),
+        ("ArchiveMember", "archiveMember", "Archive the new member"),
+        ("GetMemberLedger", "getMemberLedger", "The new member's chips over the seasons")),
+        "member_id"),
+    ("startSeason", "201"): _same_club((
+        ("CloseSeason", "closeSeason", "Close the new season"),), "season_id"),
+}
+
+
+def document_links(api: Api) -> None:
+    """operationIds on every operation, and `links` on the answers that name something a
+    client goes on with: a created table (its id, admin and seat tokens) to its reads and
+    actions, a club to its resources, a member, season, webhook, token or spectator to its
+    own operations."""
+    for path, item in api.spec._paths.items():  # noqa: SLF001 - apispec keeps no public accessor
+        for method, op in item.items():
+            if isinstance(op, dict) and method in METHODS:
+                op["operationId"] = OPERATION_IDS[(method, path)]
+                for status, response in op.get("responses", {}).items():
+                    links = LINKS.get((op["operationId"], str(status)))
+                    if links:
+                        response["links"] = links

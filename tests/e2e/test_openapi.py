@@ -1,10 +1,6 @@
-"""The OpenAPI spec is true: every route is in it, and schemathesis finds no 5xx."""
+"""The OpenAPI spec is true: every route is in it (schemathesis: test_schemathesis.py)."""
 
 from __future__ import annotations
-
-from typing import Any
-
-import pytest
 
 from tests.e2e.club import Club
 
@@ -35,73 +31,6 @@ def test_every_route_of_api_md_is_in_the_spec(club: Club):
 def test_unknown_route_and_method_are_problems(club: Club):
     club.problem(club.c.get("/v1/nothing"), 404)
     club.problem(club.c.delete("/v1/tables"), 405)
-
-
-def test_schemathesis_finds_no_server_errors(tmp_path):
-    """Schemathesis over every operation, in-process (WSGI), each case sent with a real
-    token that meets the operation's declared `security` (a table's admin token, a club's
-    owner token, none where it is public) and real ids in its path: no 5xx, and every
-    answer conforms to the spec (schema, content type, status). Bounded: 12 cases an
-    operation, about 40 s here."""
-    schemathesis = pytest.importorskip("schemathesis")
-    from hypothesis import HealthCheck, given, settings
-    from schemathesis.checks import not_a_server_error
-    from schemathesis.specs.openapi.checks import (
-        content_type_conformance,
-        response_schema_conformance,
-        status_code_conformance,
-    )
-
-    from ledger.api.app import create_app
-    from ledger.bootstrap import Settings, bootstrap
-
-    container = bootstrap(Settings(database_url=f"sqlite:///{tmp_path}/fuzz.db"))
-    app = create_app(container)
-    club = Club(app.test_client())
-    from tests.e2e.test_openapi_security import world
-
-    w = world(club)
-    tokens = w["tokens"]
-    real = {k: v for k, v in w["params"].items() if k != "number"}  # hand numbers fuzzed
-    schema = schemathesis.openapi.from_wsgi("/openapi.json", app)
-    failures: list[str] = []
-    cases: list[Any] = []
-    reached: set[tuple[str, str]] = set()  # secured operations that answered 2xx
-    def fuzz(operation: Any, token: str | None) -> None:
-        @settings(max_examples=12, deadline=None, derandomize=True, database=None,
-                  suppress_health_check=list(HealthCheck))
-        @given(case=operation.as_strategy())
-        def check(case: Any) -> None:
-            cases.append(case)
-            for name in case.path_parameters or {}:
-                if name in real:
-                    case.path_parameters[name] = real[name]
-            headers = {**(case.headers or {})}
-            if token:
-                headers["Authorization"] = f"Bearer {token}"
-            case.headers = headers
-            response = case.call()
-            if token and response.status_code < 300:
-                reached.add((case.method, case.path))
-            try:
-                case.validate_response(response, checks=[
-                    not_a_server_error, response_schema_conformance, content_type_conformance,
-                    status_code_conformance])
-            except Exception as err:  # noqa: BLE001 - collect every operation's failure
-                failures.append(f"{case.method} {case.formatted_path}: {str(err)[:300]}")
-
-        check()
-
-    for op in schema.get_all_operations():
-        operation = op.ok()
-        security = operation.definition.raw.get("security", [])
-        first = next(iter(security[0]), None) if security else None
-        fuzz(operation, tokens.get(first) if first else None)
-    container.close()
-    assert not failures, failures
-    assert len(cases) > 200
-    # The declared auth gets the fuzzer past 401 on most secured operations.
-    assert len(reached) >= 25, sorted(reached)
 
 
 def test_declared_option_bounds_are_what_the_rules_enforce(club: Club):

@@ -23,7 +23,7 @@ def operations(spec: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
 def world(club: Club) -> dict[str, Any]:
     """A table with a spectator, and a club with a token of each role, a member, a season
     and a table: every path parameter of the spec gets a real value."""
-    t = club.create(first_dealer=0)
+    t = club.create(first_dealer=0, options={"hints": True})
     c = club.c
     spec_tok = c.post(f"/v1/tables/{t.id}/spectators", json={"label": "screen"},
                       headers=Club.auth(t.admin)).get_json()
@@ -118,3 +118,65 @@ def test_what_the_spec_says_about_tokens_is_true(club: Club) -> None:
                 assert r.mimetype == "application/problem+json"
         checked += 1
     assert checked >= 30
+
+
+def test_every_operation_has_an_operation_id_and_links_name_real_ones(club: Club) -> None:
+    """Client generators name methods by operationId; links name their target by it, and
+    pass only parameters the target has (its path parameters, the Authorization header of
+    a secured operation, expected_version in a body that takes it)."""
+    spec = club.c.get("/openapi.json").get_json()
+    ops = {op["operationId"]: (m, p, op) for m, p, op in operations(spec)}
+    assert len(ops) == len(operations(spec))  # present on each, none repeated
+    schemas = spec["components"]["schemas"]
+    linked = 0
+    for _, path, op in operations(spec):
+        for status, response in op["responses"].items():
+            for name, link in response.get("links", {}).items():
+                assert status.startswith("2"), (path, name)
+                _, target_path, target = ops[link["operationId"]]
+                for param in link["parameters"]:
+                    where, _, pname = param.rpartition(".")
+                    if where == "header":
+                        assert pname == "Authorization" and target["security"], (path, name)
+                    else:
+                        assert "{" + pname + "}" in target_path, (path, name, param)
+                body = link.get("requestBody")
+                if isinstance(body, dict):
+                    ref = target["requestBody"]["content"]["application/json"]["schema"]
+                    props = schemas[ref["$ref"].rsplit("/", 1)[1]]["properties"]
+                    assert set(body) <= set(props), (path, name)
+                linked += 1
+    assert linked >= 100
+    created = spec["paths"]["/v1/tables"]["post"]["responses"]["201"]["links"]
+    assert created["GetTable"]["parameters"] == {
+        "table_id": "$response.body#/id",
+        "header.Authorization": "Bearer {$response.body#/admin_token}"}
+
+
+def test_bodies_and_writes_declare_their_problems(club: Club) -> None:
+    """A body can be malformed (400), too large (413) or not JSON (415); a write can lose a
+    race or repeat an Idempotency-Key with another body (409), or send a malformed key
+    (400); every write declares the header. And each is what the server answers."""
+    spec = club.c.get("/openapi.json").get_json()
+    for method, path, op in operations(spec):
+        statuses = set(op["responses"])
+        if "requestBody" in op:
+            assert {"400", "413", "415"} <= statuses, (method, path)
+        if method != "get" and path.startswith("/v1/"):
+            assert "409" in statuses, (method, path)
+    keyed = {(m, p) for m, p, op in operations(spec)
+             if any(x["name"] == "Idempotency-Key" for x in op.get("parameters", []))}
+    assert keyed == {(m, p) for m, p, _ in operations(spec) if m != "get"}
+    assert "403" in spec["paths"]["/v1/clubs"]["post"]["responses"]  # not the operator
+    club.problem(club.c.post("/v1/tables", data=b"\x00", content_type="application/json"),
+                 400, "malformed_json")
+    club.problem(club.c.post("/v1/tables", json={"seats": [{"name": "a"}, {"name": "b"}]},
+                             headers={"Idempotency-Key": " "}), 400, "invalid_idempotency_key")
+    club.problem(club.c.post("/v1/tables", data="x", content_type="text/plain"), 415)
+    made = club.c.post("/v1/clubs", json={"name": "Crown"}).get_json()
+    auth = Club.auth(made["token"])
+    first = club.c.post(f"/v1/clubs/{made['id']}/members", headers=auth,
+                        json={"name": "Ann", "external_id": "x1"})
+    assert first.status_code == 201
+    club.problem(club.c.post(f"/v1/clubs/{made['id']}/members", headers=auth,
+                             json={"name": "Bob", "external_id": "x1"}), 409)
