@@ -31,7 +31,7 @@ CONFIG = {
     "checks": {"positive_data_acceptance": {
         "expected-statuses": ["2xx", "401", "403", "404", "409", "422", "429"]}},
 }
-STATELESS_EXAMPLES = 6  # per operation and mode (positive, negative)
+STATELESS_EXAMPLES = 5  # per operation and mode (positive, negative)
 STATEFUL_SCENARIOS = 60
 STATEFUL_STEPS = 8
 
@@ -110,6 +110,19 @@ class Run:
 
         return Tokens
 
+    def fresh_table(self) -> None:
+        """A new table (with a spectator) for the ids and tokens of the world: the single
+        operations closed the last one."""
+        client = Club(self.app.test_client())
+        t = client.create(first_dealer=0, options={"hints": True})
+        spectator = client.post(t, "/spectators", {"label": "screen"}).get_json()
+        self.tokens.update(tableAdmin=t.admin, tableSeat=t.seats[0],
+                           tableSpectator=spectator["token"])
+        self.ids.update(table_id=t.id, spectator_id=spectator["id"])
+        self.access[t.id] = {k: v for k, v in self.tokens.items() if k.startswith("table")}
+        self.known_ids.update({t.id, spectator["id"]})
+        self.known.update({t.admin, *t.seats, spectator["token"]})
+
     def real_ids(self, case: Any) -> None:
         meta = case.meta
         if meta is not None and meta.generation.mode == schemathesis.GenerationMode.NEGATIVE:
@@ -163,8 +176,9 @@ class Run:
 
 def test_schemathesis_all_checks_stateless_and_stateful(tmp_path):
     from hypothesis import HealthCheck, given, settings
-    from hypothesis.errors import Unsatisfiable
+    from hypothesis.errors import Flaky, Unsatisfiable
     from schemathesis import GenerationMode
+    from schemathesis.engine.errors import is_inconsistent_replay
 
     started = time.monotonic()
     run = Run(tmp_path)
@@ -187,6 +201,7 @@ def test_schemathesis_all_checks_stateless_and_stateful(tmp_path):
             except Unsatisfiable:  # nothing to negate (no parameters, no body)
                 assert mode == GenerationMode.NEGATIVE, operation.label
     stateless_done = time.monotonic()
+    run.fresh_table()
 
     # The links the spec declares: (source operation, status, name).
     declared = {(f"{m.upper()} {path}", status, name)
@@ -217,9 +232,25 @@ def test_schemathesis_all_checks_stateless_and_stateful(tmp_path):
             except schemathesis.errors.FailureGroup as group:  # the scenario goes on
                 run.fail(case, response, group)
 
-    Workflow.run(settings=settings(
-        max_examples=STATEFUL_SCENARIOS, stateful_step_count=STATEFUL_STEPS, deadline=None,
-        derandomize=True, database=None, suppress_health_check=list(HealthCheck)))
+        def teardown(self) -> None:
+            run.cases["scenarios"] += 1
+            super().teardown()
+
+    # The API's state moves on between scenarios, so Hypothesis may find a scenario it
+    # replays drawing differently (Flaky); like `st run`, go on with a fresh run.
+    for _ in range(5):
+        left = STATEFUL_SCENARIOS - run.cases["scenarios"]
+        if left <= 0:
+            break
+        try:
+            Workflow.run(settings=settings(
+                max_examples=left, stateful_step_count=STATEFUL_STEPS, deadline=None,
+                derandomize=True, database=None, suppress_health_check=list(HealthCheck)))
+        except Flaky:
+            continue
+        except AssertionError as err:
+            if not is_inconsistent_replay(err):
+                raise
     run.container.close()
     done = time.monotonic()
 
@@ -229,7 +260,7 @@ def test_schemathesis_all_checks_stateless_and_stateful(tmp_path):
     links_ok = {key for key, c in followed.items() if any(s < 300 for s in c)}
     print(f"\nschemathesis: {len(labels)} operations, {run.cases['stateless']} cases one "
           f"operation at a time ({stateless_done - started:.1f} s), {run.cases['stateful']} "
-          f"in {STATEFUL_SCENARIOS} stateful scenarios ({done - stateless_done:.1f} s); "
+          f"in {run.cases['scenarios']} stateful scenarios ({done - stateless_done:.1f} s); "
           f"{len(succeeded)} operations answered 2xx; {len(links_ok)} of {len(declared)} "
           f"declared links followed to a 2xx; no 2xx: {sorted(labels - succeeded)}")
     assert not run.failures, "\n".join(f"{n} x {kind}\n    {run.failures[kind]}"
@@ -243,3 +274,4 @@ def test_schemathesis_all_checks_stateless_and_stateful(tmp_path):
     assert any(k[0] == "POST /v1/tables" for k in links_ok), followed
     assert any(k[0] == "POST /v1/clubs" for k in links_ok), followed
     assert len(links_ok) >= 10, followed
+    assert run.cases["scenarios"] >= STATEFUL_SCENARIOS // 2
