@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import html
 import logging
 import os
 from collections.abc import Mapping
 from typing import Any
 
 import marshmallow as ma
-from flask import Flask, Response, current_app, request
+from flask import Flask, Response, current_app, request, send_from_directory
 from flask.views import MethodView
 from flask_smorest import Api
-from werkzeug.exceptions import RequestEntityTooLarge, UnsupportedMediaType
+from werkzeug.exceptions import NotFound, RequestEntityTooLarge, UnsupportedMediaType
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from ledger.api import errors
@@ -22,12 +21,19 @@ from ledger.bootstrap import ENV_VARS, ConfigError, Container, Settings, bootstr
 
 log = logging.getLogger(__name__)
 
+SWAGGER_UI_ASSETS = "/assets/swagger-ui/"  # the pinned flask-swagger-ui package's copy
 API_CONFIG = {
     "API_TITLE": "Domino Loo ledger",
     "API_VERSION": "v1",
     "OPENAPI_VERSION": "3.0.3",
     "OPENAPI_URL_PREFIX": "/",
     "OPENAPI_JSON_PATH": "openapi.json",
+    # /docs: Swagger UI, rendered by flask-smorest, its scripts and stylesheet served from
+    # this process (nothing is fetched from elsewhere; no online validator badge).
+    "OPENAPI_SWAGGER_UI_PATH": "docs",
+    "OPENAPI_SWAGGER_UI_URL": SWAGGER_UI_ASSETS,
+    "OPENAPI_SWAGGER_UI_CONFIG": {"validatorUrl": None, "deepLinking": True,
+                                  "displayOperationId": True, "tryItOutEnabled": False},
 }
 
 
@@ -116,26 +122,19 @@ class Metrics(MethodView):
         return metrics_view()
 
 
-def docs_page() -> Response:
-    """A self-contained page listing the operations (Swagger UI would need a CDN)."""
-    spec = current_app.extensions["loo_api"].spec.to_dict()
-    rows = []
-    for path, item in spec.get("paths", {}).items():
-        for method, op in item.items():
-            if method in {"get", "post", "put", "patch", "delete"}:
-                rows.append(f"<tr><td><code>{method.upper()}</code></td>"
-                            f"<td><code>{html.escape(path)}</code></td>"
-                            f"<td>{html.escape(op.get('summary', ''))}</td></tr>")
-    info = spec.get("info", {})
-    title = html.escape(f"{info.get('title', 'API')} {info.get('version', '')}")
-    body = (f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title>"
-            "<style>body{font-family:sans-serif;margin:2em}td{padding:.2em 1em}"
-            "tr:nth-child(even){background:#f4f4f4}</style></head><body>"
-            f"<h1>{title}</h1><p>Machine-readable: <a href='/openapi.json'>/openapi.json</a>"
-            " (OpenAPI 3). Errors are application/problem+json.</p>"
-            f"<table><tr><th>Method</th><th>Path</th><th>Summary</th></tr>{''.join(rows)}"
-            "</table></body></html>")
-    return Response(body, mimetype="text/html")
+SWAGGER_UI_FILES = frozenset({"swagger-ui.css", "swagger-ui-bundle.js",
+                              "swagger-ui-standalone-preset.js", "favicon-32x32.png"})
+
+
+def swagger_ui_asset(filename: str) -> Response:
+    """Swagger UI's files, as the pinned flask-swagger-ui package ships them (its dist/):
+    only those the page loads."""
+    import flask_swagger_ui
+
+    if filename not in SWAGGER_UI_FILES:
+        raise NotFound()
+    folder = os.path.join(os.path.dirname(flask_swagger_ui.__file__), "dist")
+    return send_from_directory(folder, filename, max_age=86400)
 
 
 DEFAULT_MAX_BODY = 8 * 1024 * 1024  # a loo-hh import of a long table fits; LOO_MAX_BODY_BYTES
@@ -169,7 +168,9 @@ def create_app(container: Container | None = None,
     `test_config` overrides Flask config, and its DATABASE_URL / REDIS_URL / LOO_* keys
     override the environment when the container is composed here.
     """
-    app = Flask("ledger")
+    # templates/: swagger_ui.html, flask-smorest's page for /docs with the site's header
+    # (the application's templates come before those of flask-smorest's blueprint).
+    app = Flask("ledger", template_folder="api/templates")
     app.json = OrjsonProvider(app)
     app.config.from_mapping(API_CONFIG)
     # Werkzeug refuses a longer body (413) also when no length was announced (chunked).
@@ -190,7 +191,8 @@ def create_app(container: Container | None = None,
     errors.register(app)  # after Api(app): replaces flask-smorest's JSON error handler
     api.register_blueprint(health)
     register_blueprints(api)
-    app.add_url_rule("/docs", "docs", docs_page)
+    app.add_url_rule(SWAGGER_UI_ASSETS + "<path:filename>", "swagger_ui_asset",
+                     swagger_ui_asset)
     from ledger.web import register as register_web
 
     register_web(app)  # the pages: ledger/web (templates, static, scripts on the public API)

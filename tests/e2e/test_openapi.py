@@ -24,8 +24,27 @@ def test_every_route_of_api_md_is_in_the_spec(club: Club):
     assert spec["openapi"].startswith("3.")
     for method, path in ROUTES:
         assert method in spec["paths"].get(path, {}), (method, path)
+
+
+def test_docs_are_swagger_ui_from_local_assets(club: Club):
+    """/docs is Swagger UI on /openapi.json, every file it loads served here from the
+    pinned package (tests/web/test_browser.py renders it in chromium)."""
+    import re
+
     docs = club.c.get("/docs")
-    assert docs.status_code == 200 and b"/v1/tables" in docs.data
+    assert docs.status_code == 200 and docs.mimetype == "text/html"
+    page = docs.get_data(as_text=True)
+    assert "SwaggerUIBundle" in page and '"/openapi.json"' in page
+    assert '"validatorUrl": null' in page  # no online validator badge
+    loaded = re.findall(r'(?:src|href)="([^"]+)"', page)
+    assets = [u for u in loaded if u.startswith("/assets/swagger-ui/")]
+    assert len(assets) == 4 and not [u for u in loaded if "//" in u], loaded
+    for url in assets:
+        r = club.c.get(url)
+        assert r.status_code == 200 and len(r.data) > 500, url
+    assert club.c.get("/assets/swagger-ui/index.html").status_code == 404  # only those
+    for guide in ("/docs/rules", "/docs/http", "/docs/hash-chain"):
+        assert club.c.get(guide).status_code == 200, guide
 
 
 def test_unknown_route_and_method_are_problems(club: Club):

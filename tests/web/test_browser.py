@@ -390,3 +390,29 @@ def test_a_seat_asks_for_a_hint_and_plays_it(server, browser):
     marked[0].click()
     wait_for("the hinted move", lambda: browser.find_element(By.ID, "summary")
              .get_attribute("data-version") != version)
+
+
+def test_the_api_docs_are_swagger_ui_served_from_here(server, browser) -> None:
+    """/docs is Swagger UI (the pinned flask-swagger-ui package's files, through
+    flask-smorest): every operation of the spec is listed, the guides are a click away, and
+    the page fetched nothing but this server (no CDN, no online validator)."""
+    url, _ = server
+    spec = json.loads(urllib.request.urlopen(url + "/openapi.json", timeout=10).read())
+    ops = sum(1 for item in spec["paths"].values() for m in item
+              if m in ("get", "post", "put", "patch", "delete"))
+    browser.get(url + "/docs")
+    wait_for("every operation listed", lambda: len(
+        browser.find_elements(By.CSS_SELECTOR, ".opblock")) == ops)
+    assert "Domino Loo ledger" in browser.find_element(By.CSS_SELECTOR, ".info .title").text
+    # An operation opens with its security, parameters and problem answers.
+    browser.find_element(By.CSS_SELECTOR, "#operations-tables-createTable .opblock-summary"
+                         ).click()
+    wait_for("createTable's answers", lambda: "admin_token" in browser.find_element(
+        By.ID, "operations-tables-createTable").text)
+    settle(browser, "docs")
+    resources = browser.execute_script(
+        "return performance.getEntriesByType('resource').map(e => e.name)")
+    assert resources and all(r.startswith(url + "/") for r in resources), resources
+    for guide in ("/docs/rules", "/docs/http", "/docs/hash-chain"):
+        with urllib.request.urlopen(url + guide, timeout=10) as r:
+            assert r.status == 200 and "text/html" in r.headers["Content-Type"]
