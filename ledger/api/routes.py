@@ -176,6 +176,8 @@ def document_security(api: Api) -> None:
                 add("404", "NOT_FOUND")
             if (method, path) == ("post", "/v1/clubs"):  # LOO_OPERATOR_TOKEN set: not it
                 add("403", "FORBIDDEN")
+            if any(p.get("in") == "query" for p in op.get("parameters", [])):
+                add("422", "UNPROCESSABLE_ENTITY")  # a bad value or an unknown parameter
             if "requestBody" in op:
                 add("400", "BAD_REQUEST")
                 add("413", "PAYLOAD_TOO_LARGE")
