@@ -64,7 +64,8 @@ class Hub:
     # and wakes the streams once for it (a wake per commit cost a hundred streams more CPU
     # than it saved them time); the first commit after a quiet spell is read at once.
     GAP = 0.02
-    SCOPES = 256  # (source, viewer) scopes whose frames are kept
+    SCOPES = 64  # (source, viewer) scopes whose frames are kept
+    TRIM = 1024  # frames a scope keeps (up to twice as many before the old ones go)
 
     def __init__(self, store: EventStore, poll: float = 0.05, keep: int = 20_000) -> None:
         self.store, self.poll, self.keep = store, poll, keep
@@ -78,6 +79,7 @@ class Hub:
         self._thread: threading.Thread | None = None
         self._pid = os.getpid()
         self.reads = 0  # store reads by the hub (tests look at it)
+        self._held: tuple[Any, float] = (None, 0.0)
         # Frames rendered once per scope and shared by its streams (see `frames`).
         self._frames: OrderedDict[Any, dict[int, bytes]] = OrderedDict()
         self._scope_locks: dict[Any, threading.Lock] = {}
@@ -149,12 +151,20 @@ class Hub:
         if watch is None:
             with self._cond:
                 self._cond.wait(self.poll)
-        elif watch.top > self.head:
-            # Committed but held back behind an older open transaction (PostgreSQL's
-            # high-water mark, ledger/store/postgres.py): read again shortly.
+        elif watch.top > self.head and time.monotonic() - self._held_since(watch) < 60:
+            # Committed but held back behind an older append still open (PostgreSQL's
+            # high-water mark, ledger/store/postgres.py): read again shortly. (Not for
+            # ever: events deleted behind the store's back never come.)
             time.sleep(self.HELD_BACK)
         else:
             watch.wait(seen, self.IDLE if watch.live else self.poll)
+
+    def _held_since(self, watch: Watch) -> float:
+        """Since when the hub has waited, without moving, for a position it was told of."""
+        mark = (watch.top, self.head)
+        if self._held[0] != mark:
+            self._held = (mark, time.monotonic())
+        return self._held[1]
 
     def snapshot_floor(self, timeout: float) -> int | None:
         """The hub's floor once it is ready (None if it is not within `timeout`)."""
@@ -203,14 +213,19 @@ class Hub:
                 else:
                     self._frames.move_to_end(scope)
             missing = [s for s in events if s.position not in cache]
-            if missing:
-                cache.update(build(missing))
-                for s in missing:
-                    cache.setdefault(s.position, b"")  # shows nothing to this scope
-                if len(cache) > 2 * self.keep:
-                    for p in list(cache)[: len(cache) - self.keep]:
-                        del cache[p]
-            return b"".join(cache.get(s.position, b"") for s in events)
+            if not missing:
+                return b"".join(cache[s.position] for s in events)
+            cache.update(build(missing))
+            for s in missing:
+                cache.setdefault(s.position, b"")  # shows nothing to this scope
+            out = b"".join(cache[s.position] for s in events)
+            if len(cache) > 2 * self.TRIM:
+                # The newest TRIM stay (in the order rendered, that is by position): the
+                # streams at the live edge need no more; one further behind renders again.
+                kept = list(cache.items())[-self.TRIM:]
+                cache.clear()
+                cache.update(kept)
+            return out
 
 
 def _watch_of(store: EventStore) -> Watch | None:

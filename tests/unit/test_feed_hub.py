@@ -118,3 +118,24 @@ def test_live_events_are_rendered_once_for_all_the_streams_of_a_scope() -> None:
     # Rendered once each, not once per stream (what the first stream to meet an event
     # rendered, the others reused).
     assert sorted(rendered) == want
+
+
+def test_a_scopes_frames_are_bounded_and_rendered_again_when_let_go() -> None:
+    store = MemoryStore()
+    _writer(store, 50)
+    hub = Hub(store)
+    hub.TRIM = 4
+    built: list[int] = []
+
+    def build(batch: Sequence[StoredEvent]) -> list[tuple[int, bytes]]:
+        built.extend(s.position for s in batch)
+        return [(s.position, b"%d;" % s.position) for s in batch]
+
+    events = store.read_all(0, 100)
+    for i in range(0, 50, 5):
+        assert hub.frames("scope", events[i:i + 5], build) == b"".join(
+            b"%d;" % s.position for s in events[i:i + 5])
+        assert len(hub._frames["scope"]) <= 2 * hub.TRIM
+    assert built == list(range(1, 51))  # each rendered once while kept
+    assert hub.frames("scope", events[:2], build) == b"1;2;"  # let go: rendered again
+    assert built[-2:] == [1, 2]
