@@ -65,9 +65,16 @@ def _codes_in_source() -> set[str]:
     import ledger
     kinds = {"RuleViolation", "Invalid", "Conflict", "NotFound", "Forbidden",
              "Unauthorized", "BadRequest", "violation"}
+    trees = [ast.parse(path.read_text("utf-8"))
+             for path in pathlib.Path(ledger.__file__).parent.rglob("*.py")]
+    for tree in trees:  # and their subclasses (ImportRefused, UrlRefused, ...)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and any(
+                    isinstance(b, ast.Name) and b.id in kinds for b in node.bases):
+                kinds.add(node.name)
     codes: set[str] = set()
-    for path in pathlib.Path(ledger.__file__).parent.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+    for tree in trees:
+        for node in ast.walk(tree):
             if not isinstance(node, ast.Call):
                 continue
             f = node.func
