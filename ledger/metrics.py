@@ -79,7 +79,13 @@ class CountingStore:
 
 
 class QueueCollector:
-    """RQ's own view of the queue at scrape time: depth, and jobs by state."""
+    """RQ's own view of the queue at scrape time: depth, jobs by state, live workers.
+
+    "dequeued" counts jobs a worker took off the queue and has not started yet (rq's
+    intermediate list): more than a moment there means the worker died (a `loo worker`
+    retries them after 5 s). A worker counts while its registration lives: it heartbeats
+    it, and a killed worker's expires about a minute and a half later.
+    """
 
     def __init__(self, queue: Any) -> None:
         self.queue = queue
@@ -90,9 +96,15 @@ class QueueCollector:
                                   labels=["queue"])
         jobs = GaugeMetricFamily("loo_jobs", "Jobs of the RQ queue by state",
                                  labels=["queue", "state"])
+        workers = GaugeMetricFamily("loo_workers", "RQ workers registered on the queue",
+                                    labels=["queue"])
         try:
+            from rq import Worker
+
+            live = len(Worker.all(queue=q))
             counts = {
                 "queued": q.count,
+                "dequeued": len(q.intermediate_queue.get_job_ids()),
                 "started": q.started_job_registry.count,
                 "deferred": q.deferred_job_registry.count,
                 "scheduled": q.scheduled_job_registry.count,
@@ -104,8 +116,10 @@ class QueueCollector:
         depth.add_metric([q.name], counts["queued"])
         for state, n in counts.items():
             jobs.add_metric([q.name, state], n)
+        workers.add_metric([q.name], live)
         yield depth
         yield jobs
+        yield workers
 
 
 def exposition(queue: Any | None) -> tuple[bytes, str]:
