@@ -1,17 +1,24 @@
-"""`loo bench workers`: all-bot hands/minute through RQ with one worker vs in-process.
+"""`loo bench workers`: all-bot hands/minute through RQ against in-process, against RQ's
+own floor, and with 1, 2 and 4 workers.
 
 The same 4-bot tables (same seeds, so the same games) are played twice on one
 database: once with the embedded default and once with the jobs going through Redis to
 a single `loo worker` process. One job plays every consecutive bot turn and the
 settlement in one append, so a hand costs one RQ job and two commits (POST /hands, the
 job); the embedded default decides the same moves before POST /hands commits: one commit,
-no queue. RQ's own cost per job (the trivial-job figure) is what separates the two.
+no queue. The floor is what RQ alone would cost for the same number of jobs (a burst
+SimpleWorker draining as many trivial jobs) plus the in-process time of the same hands:
+`workers_vs_rq_floor` = floor / the RQ run's time, 1.0 meaning the worker adds nothing of
+its own. Then 1, 2 and 4 `loo worker` processes play auto-dealing all-bot tables to their
+end while the bench only watches Redis; `workers_scaling_2` is two workers' hands/min
+over one's, and each run says how many cores its workers kept busy.
 """
 
 from __future__ import annotations
 
 import os
 import random
+import resource
 import signal
 import subprocess
 import sys
@@ -37,6 +44,8 @@ from workers.queue import InlineDispatcher, RqDispatcher, forget, make_queue, rq
 Out = Callable[[str], None]
 TABLES = 4
 TRIVIAL_JOBS_PER_HAND = 5  # 200 trivial jobs for the default 40 hands
+SCALE_TABLES = 8  # auto-dealing tables of the 1/2/4-worker runs
+SCALE_FACTOR = 4  # those runs play 4 times the hands asked for, spread over the tables
 HAND_TIMEOUT = 30.0  # seconds a round of hands may take before the bench gives up
 # The longest pause between two looks at Redis or the table: the time a round is seen to
 # end late, which the RQ figure alone pays (the in-process round has ended at the first look).
@@ -113,15 +122,15 @@ def _play(ledger: Ledger, tables: list[str], rounds: int,
 
 
 def _until(done: Callable[[], bool], what: str, alive: Callable[[], None] = lambda: None,
-           ) -> None:
-    deadline = time.monotonic() + HAND_TIMEOUT
+           timeout: float = HAND_TIMEOUT, poll: float = POLL_MAX) -> None:
+    deadline = time.monotonic() + timeout
     delay = 0.0005
     while not done():
         alive()
         if time.monotonic() > deadline:
-            raise RuntimeError(f"{what}: not within {HAND_TIMEOUT}s")
+            raise RuntimeError(f"{what}: not within {timeout}s")
         time.sleep(delay)
-        delay = min(delay * 2, POLL_MAX)
+        delay = min(delay * 2, poll)
 
 
 def _job_waiter(queue: Queue, alive: Callable[[], None]) -> Callable[[dict[str, int]], None]:
@@ -177,6 +186,12 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 def trivial_jobs_per_second(redis_url: str, count: int) -> float:
     """A burst SimpleWorker draining `count` jobs that return a constant."""
+    return count / trivial_jobs_seconds(redis_url, count)
+
+
+def trivial_jobs_seconds(redis_url: str, count: int) -> float:
+    """Seconds a burst SimpleWorker takes to drain `count` jobs that return a constant:
+    RQ's own cost for that many jobs (enqueue excluded: the API pays it, not a worker)."""
     queue = make_queue(redis_url, f"loo-bench-trivial-{uuid.uuid4().hex[:12]}")
     handlers: dict[int, Any] = {}
     try:
@@ -188,7 +203,7 @@ def trivial_jobs_per_second(redis_url: str, count: int) -> float:
         start = time.perf_counter()
         SimpleWorker([queue], connection=queue.connection,
                      serializer=queue.serializer).work(burst=True, logging_level="WARNING")
-        return count / (time.perf_counter() - start)
+        return time.perf_counter() - start
     finally:
         for sig, handler in handlers.items():  # rq installed its own: give Ctrl-C back
             signal.signal(sig, handler)
@@ -235,10 +250,83 @@ def rq_scratch(database_url: str, redis_url: str, name: str) -> Iterator[RqScrat
             conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE".encode())
 
 
+def _scale_tables(ledger: Ledger, count: int, hands: int) -> list[str]:
+    """All-bot tables that deal and play `hands` hands by themselves, through the jobs."""
+    seats = tuple((f"Bot {i}", "heuristic") for i in range(4))
+    cmd = c.CreateTable(variant="loo", scoring="pool", seats=seats, first_dealer=0,
+                        deal="shuffled", options={"auto_deal": True, "max_hands": hands})
+    return [ledger.create_table(cmd)[0] for _ in range(count)]
+
+
+def _queue_idle(queue: Queue) -> bool:
+    """Nothing queued, dequeued or started (a job enqueues its successor before it ends)."""
+    with queue.connection.pipeline(transaction=False) as pipe:
+        pipe.llen(queue.key)
+        pipe.llen(queue.intermediate_queue_key)
+        pipe.zcard(queue.started_job_registry.key)
+        return not any(pipe.execute())
+
+
+def _job_seconds(queue: Queue) -> float:
+    """Seconds the queue's finished jobs ran, by rq's own started and ended times."""
+    ids = queue.finished_job_registry.get_job_ids()
+    jobs = Job.fetch_many(ids, connection=queue.connection, serializer=queue.serializer)
+    return sum((j.ended_at - j.started_at).total_seconds() for j in jobs
+               if j is not None and j.started_at and j.ended_at)
+
+
+@dataclass
+class Scaled:
+    workers: int
+    hands: int
+    seconds: float
+    cpu: float  # CPU seconds the worker processes used (user + system)
+
+    @property
+    def hands_per_min(self) -> float:
+        return self.hands * 60 / self.seconds
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # children waited for
+    return usage.ru_utime + usage.ru_stime
+
+
+def scaled_run(scratch: RqScratch, workers: int, tables: int, hands: int, seed: int) -> Scaled:
+    """`workers` `loo worker` processes play `tables` auto-dealing all-bot tables of
+    `hands` hands each to their end; the bench process only watches Redis meanwhile."""
+    ledger = Ledger(scratch.store, RqDispatcher(scratch.queue), seeds=_seeds(seed))
+    cpu_before = _children_cpu()
+    procs = [scratch.start_worker() for _ in range(workers)]
+
+    def alive() -> None:
+        for proc in procs:
+            if proc.poll() is not None:
+                raise RuntimeError(f"`loo worker` exited with status {proc.returncode}")
+
+    start = time.perf_counter()
+    ids = _scale_tables(ledger, tables, hands)
+
+    def done() -> bool:
+        return _queue_idle(scratch.queue) and all(
+            ledger.load(t).table.status == "closed" for t in ids)
+
+    _until(done, f"{tables} tables played by {workers} worker(s)", alive,
+           timeout=HAND_TIMEOUT * hands, poll=0.005)
+    seconds = time.perf_counter() - start
+    for proc in procs:
+        _stop(proc)
+        scratch.workers.remove(proc)
+    return Scaled(workers, tables * hands, seconds, _children_cpu() - cpu_before)
+
+
 def run(database_url: str, redis_url: str, hands: int = 40, out: Out = print) -> None:
-    """Measure and print; ends with `ratio workers_vs_inprocess VALUE target 0.5`."""
+    """Measure and print; ends with the ratios `workers_vs_inprocess` (target 0.5),
+    `workers_vs_rq_floor` (target 0.8) and `workers_scaling_2` (target 1.5)."""
     rounds = max(1, hands // TABLES)
     played = rounds * TABLES
+    scale_tables = SCALE_TABLES
+    scale_hands = max(1, (hands * SCALE_FACTOR) // scale_tables)
     with rq_scratch(database_url, redis_url, "workers") as scratch:
         store, queue = scratch.store, scratch.queue
         inline = InlineDispatcher()
@@ -256,13 +344,48 @@ def run(database_url: str, redis_url: str, hands: int = 40, out: Out = print) ->
 
         rq_s = _play(remote, tables, rounds, _job_waiter(queue, alive))
         _stop(proc)
+        scratch.workers.remove(proc)
+        jobs = queue.finished_job_registry.count + queue.failed_job_registry.count
+        ran = _job_seconds(queue)
+        # RQ's cost per job from a larger sample (the worker's start-up amortised), times
+        # the jobs the RQ run ran.
         trivial = trivial_jobs_per_second(redis_url, max(20, played * TRIVIAL_JOBS_PER_HAND))
+        trivial_s = jobs / trivial
+        scaled = [scaled_run(scratch, k, scale_tables, scale_hands, seed=10 + k)
+                  for k in (1, 2, 4)]
     local_hpm, rq_hpm = played * 60 / local_s, played * 60 / rq_s
+    floor_s = trivial_s + local_s
     out(f"in-process (embedded default): {played} hands on {TABLES} all-bot tables in "
         f"{local_s:.2f} s = {local_hpm:,.0f} hands/min")
-    out(f"RQ, one `loo worker` (SimpleWorker): {played} hands in {rq_s:.2f} s = "
+    out(f"RQ, one `loo worker`: {played} hands ({jobs} jobs) in {rq_s:.2f} s = "
         f"{rq_hpm:,.0f} hands/min")
-    out(f"trivial RQ jobs (return a constant), burst SimpleWorker: {trivial:,.0f} jobs/s")
+    out(f"trivial RQ jobs (return a constant), burst SimpleWorker: {trivial:,.0f} jobs/s, "
+        f"so {jobs} of them {trivial_s * 1000:.0f} ms")
     out(f"info rq_seconds_per_hand {rq_s / played * 1000:.1f} ms; "
         f"in-process {local_s / played * 1000:.1f} ms")
+    out(f"info the jobs ran {ran:.2f} s of the RQ run's {rq_s:.2f} s (rq's started..ended "
+        "times); the rest is the driver's POST /hands commits, which the in-process run "
+        "folds into one commit with the bots' moves, and the queue's hand-overs")
+    out(f"floor: RQ's own cost for {jobs} trivial jobs + the in-process hands = "
+        f"{trivial_s:.2f} + {local_s:.2f} = {floor_s:.2f} s, against {rq_s:.2f} s")
+    cpus = os.cpu_count() or 1
+    for r in scaled:
+        out(f"throughput workers={r.workers}: {r.hands} hands ({scale_tables} auto-dealing "
+            f"all-bot tables) in {r.seconds:.2f} s = {r.hands_per_min:,.0f} hands/min; the "
+            f"workers used {r.cpu / r.seconds:.2f} of {cpus} cores")
+    one, two, four = scaled
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    busy = four.cpu / four.seconds
+    if busy >= 0.8 * cpus:
+        bound = (f"the CPU: 4 workers kept {busy:.2f} of the {cpus} cores busy; past one "
+                 "worker per core more workers share the same cores")
+    else:
+        bound = (f"waiting, not the workers' CPU: 4 workers kept only {busy:.2f} of the "
+                 f"{cpus} cores busy; each job waits on its PostgreSQL and Redis round trips, "
+                 f"and with a load average of {load:.1f} on {cpus} cores every one of them "
+                 "waits for a core too")
+    out(f"info workers_scaling_4 {four.hands_per_min / one.hands_per_min:.2f}: bounded by "
+        f"{bound}")
     out(f"ratio workers_vs_inprocess {rq_hpm / local_hpm:.2f} target 0.5")
+    out(f"ratio workers_vs_rq_floor {floor_s / rq_s:.2f} target 0.8")
+    out(f"ratio workers_scaling_2 {two.hands_per_min / one.hands_per_min:.2f} target 1.5")

@@ -28,9 +28,15 @@ def test_bench_workers_prints_its_ratio_and_cleans_up(pg_url: str, redis_url: st
 
     lines: list[str] = []
     workers.run(pg_url, redis_url, hands=4, out=lines.append)
-    assert RATIO.match(lines[-1]) and lines[-1].startswith("ratio workers_vs_inprocess ")
-    assert _ratios(lines)["workers_vs_inprocess"] > 0
+    assert [RATIO.match(x).group(1) for x in lines[-3:]] == [
+        "workers_vs_inprocess", "workers_vs_rq_floor", "workers_scaling_2"]
+    ratios = _ratios(lines)
+    assert ratios["workers_vs_inprocess"] > 0 and ratios["workers_scaling_2"] > 0
+    assert 0 < ratios["workers_vs_rq_floor"]
     assert any("jobs/s" in line for line in lines)
+    assert [line.split(":")[0] for line in lines if line.startswith("throughput ")] == [
+        "throughput workers=1", "throughput workers=2", "throughput workers=4"]
+    assert any(line.startswith("info workers_scaling_4 ") for line in lines)
     leftovers = list(redis.Redis.from_url(redis_url).scan_iter(match="*loo-bench-*"))
     assert leftovers == []
     assert _schemas(pg_url, "loo_bench_workers_%") == []  # its scratch schema is dropped
