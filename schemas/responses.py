@@ -138,6 +138,8 @@ class ReplayStateOut(Open):
 class ReplayOut(Open):
     step = fields.Integer(required=True)
     steps = fields.Integer(required=True)
+    voided = fields.Boolean(metadata={
+        "description": "the hand has been voided (API.md Corrections), at every step"})
     event = fields.Nested(EventOut, allow_none=True, required=True)
     state = fields.Nested(ReplayStateOut, required=True)
 

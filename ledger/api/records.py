@@ -87,7 +87,7 @@ class Replay(MethodView):
         state = project(before + mine[:step]).table
         admin = Viewer(admin=True)
         # The live hand's seed stays secret until revealed, here as in /events.
-        return {"step": step, "steps": len(mine),
+        return {"step": step, "steps": len(mine), "voided": number in p.table.voided,
                 "event": table_events(ledger(), table_id, [mine[step - 1]], admin,
                                       live=live_hand(p.table))[0] if step else None,
                 "state": {"pool": state.pool,

@@ -250,3 +250,23 @@ def test_two_clubs_sending_the_same_idempotency_key_each_get_their_own_table(clu
         assert again.get_json()["id"] == made[-1]
         assert [t["id"] for t in lg.get("/tables").get_json()["items"]] == [made[-1]]
     assert made[0] != made[1]
+
+
+# ---- Corrections -------------------------------------------------------------------------------
+
+def test_a_voided_hand_is_marked_voided_at_every_step_of_its_replay(club: Club):
+    """API.md Corrections: the voided hand stays in the record, replay and exports, marked
+    voided (its replay's state shows the mark only after the last event, hand_voided)."""
+    lg = League(club)
+    ms = [lg.member(n) for n in ("Ann", "Bob", "Cat", "Dan")]
+    t = lg.table(ms, deal="results")
+    assert club.start(t, {"result": RESULT_A}).status_code == 200
+    assert club.get(t, path="/hands/1/replay?step=0").get_json()["voided"] is False
+    assert club.post(t, "/hands/1/void", {"reason": "wrong table"}).status_code == 200
+    steps = club.get(t, path="/hands/1/replay").get_json()["steps"]
+    for step in (0, 1, steps):
+        r = club.get(t, lg.viewer, path=f"/hands/1/replay?step={step}").get_json()
+        assert r["voided"] is True, step
+    assert club.get(t, path="/hands/1").get_json()["hand"]["voided"] is True
+    hh = club.get(t, lg.viewer, path="/hands/1/history").get_json()
+    assert hh["hand"]["voided"] is True
