@@ -70,15 +70,17 @@ def bearer() -> str | None:
 
 
 def caller(club_id: str, roles: tuple[str, ...]) -> tuple[Loaded, str]:
-    """404 for an unknown club, 401 without a token, 403 for a token that is not one of this
-    club's (whatever it opens elsewhere) or whose role may not do this."""
+    """404 for an unknown club; 401 without a token or with one that does not open this club
+    (never issued, revoked, or another club's or table's: a bad token, as at a table); 403
+    for a token of this club whose role may not do this."""
     loaded = clubs().load(club_id)
     token = bearer()
     if token is None:
         raise Unauthorized("missing_token", "send Authorization: Bearer <a club token>")
     role = clubs().role_of(loaded.club, token)
     if role is None:
-        raise Forbidden("not_this_club", "this token does not open this club")
+        raise Unauthorized("invalid_token", "this token does not open this club (never issued "
+                           "here, or revoked)")
     if role not in roles:
         raise Forbidden("role_not_allowed", f"a {role} token may not do this (needs "
                         f"{' or '.join(roles)})")
@@ -145,7 +147,8 @@ class ClubsResource(MethodView):
             if token is None:
                 raise Unauthorized("missing_token", "creating a club needs the operator token")
             if not hmac.compare_digest(token.encode(), operator.encode()):
-                raise Forbidden("not_operator", "creating a club needs the operator token")
+                raise Unauthorized("invalid_token", "creating a club needs the operator token; "
+                                   "this is not it")
         key = idem.key()
         request_hash = idem.fingerprint(None, request.get_json(silent=True)) if key else None
         loaded, token = clubs().create(body["name"], key, request_hash)

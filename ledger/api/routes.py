@@ -174,8 +174,6 @@ def document_security(api: Api) -> None:
                 add("401", "UNAUTHORIZED")
             if "{" in path:
                 add("404", "NOT_FOUND")
-            if (method, path) == ("post", "/v1/clubs"):  # LOO_OPERATOR_TOKEN set: not it
-                add("403", "FORBIDDEN")
             if any(p.get("in") == "query" for p in op.get("parameters", [])):
                 add("422", "UNPROCESSABLE_ENTITY")  # a bad value or an unknown parameter
             if "requestBody" in op:

@@ -169,7 +169,7 @@ def test_bodies_and_writes_declare_their_problems(club: Club) -> None:
     keyed = {(m, p) for m, p, op in operations(spec)
              if any(x["name"] == "Idempotency-Key" for x in op.get("parameters", []))}
     assert keyed == {(m, p) for m, p, _ in operations(spec) if m != "get"}
-    assert "403" in spec["paths"]["/v1/clubs"]["post"]["responses"]  # not the operator
+    assert "401" in spec["paths"]["/v1/clubs"]["post"]["responses"]  # not the operator
     club.problem(club.c.post("/v1/tables", data=b"\x00", content_type="application/json"),
                  400, "malformed_json")
     club.problem(club.c.post("/v1/tables", json={"seats": [{"name": "a"}, {"name": "b"}]},
