@@ -68,7 +68,7 @@ def _penalty_mode(mode: str, **extra: Any) -> dict[str, Any]:
 
 
 _PENALTY = {
-    "description": "RULES §8.5: the loo penalty; capped: min(P, multiplier x players)",
+    "description": "rule 8.5 (/docs/rules): the loo penalty; capped: min(P, multiplier x players)",
     "oneOf": [_penalty_mode("uncapped"), _penalty_mode("fixed"),
               _penalty_mode("capped", multiplier={"minimum": 5, "maximum": 10**6,
                                                   "multipleOf": 5})],
@@ -76,7 +76,7 @@ _PENALTY = {
 
 
 class OptionsIn(Strict):
-    """Table options (RULES §8, §9). Not both antes 0: the pool would never hold a chip.
+    """Table options (rule book sections 8, 9). Not both antes 0: the pool never holds a chip.
 
     (No Meta.description: apispec then drops additionalProperties: false from the spec.)
     """
@@ -113,8 +113,8 @@ class CreateTableIn(Strict):
     seats = fields.List(fields.Nested(SeatIn), required=True,
                         validate=validate.Length(min=2, max=4))
     first_dealer = SeatOrLots(load_default=None, allow_none=False, metadata={
-        "description": 'the first dealer: a seat, or "lots" (RULES §2: the highest tile deals);'
-                       ' if omitted, seat 0 for Loo and "lots" for Rounce (RULES §9)',
+        "description": 'the first dealer: a seat, or "lots" (rule 2: the highest tile deals);'
+                       ' if omitted, seat 0 for Loo and "lots" for Rounce (rule 9)',
         "oneOf": [{"type": "integer", "minimum": 0, "maximum": 3},
                   {"type": "string", "enum": ["lots"]}]})
     deal = fields.String(load_default="shuffled",

@@ -90,7 +90,7 @@ class EventOut(Open):
     version = fields.Integer(required=True)
     position = fields.Integer(required=True)
     type = fields.String(required=True, metadata={
-        "description": "the event catalogue (API.md): " + ", ".join(sorted(REGISTRY)) + ". "
+        "description": "the event catalogue (/docs/http): " + ", ".join(sorted(REGISTRY)) + ". "
                        "turn_timed_out {seat, seconds}: the seat to act let options."
                        "turn_seconds pass; the events of the action the service took for it "
                        "follow (drop where allowed, else its lowest legal play; a discard "
@@ -139,7 +139,7 @@ class ReplayOut(Open):
     step = fields.Integer(required=True)
     steps = fields.Integer(required=True)
     voided = fields.Boolean(metadata={
-        "description": "the hand has been voided (API.md Corrections), at every step"})
+        "description": "the hand has been voided (see /docs/http, Corrections), at every step"})
     event = fields.Nested(EventOut, allow_none=True, required=True)
     state = fields.Nested(ReplayStateOut, required=True)
 

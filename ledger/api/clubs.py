@@ -560,7 +560,7 @@ class ClubFeedResource(MethodView):
         """The club's feed (any club token): its own stream and all its tables' events in
         global position order, as a spectator sees them (no tile of a live hand), each with
         `stream` ("club" or the table id). Follow it with ?after=<the answer's next>, or
-        with Accept: text/event-stream as Server-Sent Events (API.md Feeds)."""
+        with Accept: text/event-stream as Server-Sent Events (see /docs/http, Feeds)."""
         f, limit, _ = lists.query({"after": _position}, lists.BY_LIMIT)
         after = f.get("after", 0)
         loaded = clubs().load(club_id)

@@ -105,7 +105,7 @@ class Events(MethodView):
     def get(self, query: dict[str, Any], table_id: str) -> Any:
         """The table's events after version `after`, hidden tiles removed for seats. With
         Accept: text/event-stream: Server-Sent Events from position `after` (or the
-        Last-Event-ID header), following the table live (API.md Feeds)."""
+        Last-Event-ID header), following the table live (see /docs/http, Feeds)."""
         led = ledger()
         p = led.load(table_id)
         viewer = viewer_for(p)

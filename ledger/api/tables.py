@@ -96,7 +96,7 @@ class CloseResource(MethodView):
     @blp.arguments(WriteIn)
     @blp.response(200, ClosedOut)
     def post(self, body: dict[str, Any], table_id: str) -> Any:
-        """End the game (admin); a non-empty pool is reported as left over (RULES §8.8)."""
+        """End the game (admin); a non-empty pool is reported as left over (rule 8.8)."""
         viewer, written = write(table_id, body, lambda v, p: c.CloseTable(), admin_only=True)
         out = write_response(table_id, viewer, written)
         closed = [e for e in out["events"] if e["type"] == "table_closed"]

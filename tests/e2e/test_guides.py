@@ -116,3 +116,8 @@ def test_each_problem_type_is_the_address_of_its_explanation(club: Club, call, s
     page, anchor = path.split("#")
     r = club.c.get(page)
     assert r.status_code == 200 and f'id="{anchor}"' in r.get_data(as_text=True)
+
+
+def test_the_openapi_spec_never_sends_a_reader_to_files_they_cannot_see(club: Club):
+    spec = club.c.get("/openapi.json").get_data(as_text=True)
+    assert not re.search(r"(RULES|API|STYLE)\.md|RULES \\u00a7|RULES §", spec)
