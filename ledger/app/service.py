@@ -212,11 +212,7 @@ class Ledger:
             out = self._append(table_id, None, events, "command:create", idempotency_key,
                                request_hash, follow=True)
         except (AlreadyApplied, VersionConflict):  # a concurrent request with the key won
-            assert idempotency_key is not None
-            found = self.store.idempotent_result(table_id, idempotency_key)
-            if found is None or found.request_hash != request_hash:
-                raise IdempotencyConflict(idempotency_key) from None
-            return table_id, tokens, self.load(table_id)
+            return self._created_by_the_winner(table_id, tokens, idempotency_key, request_hash)
         self.dispatch(table_id, out.projection, _unix(out.stored[-1].recorded_at))
         if self.queued:
             # A worker appends what follows (bots, the deal) whenever it gets to the job:
@@ -428,15 +424,23 @@ class Ledger:
             stored = self.store.append(table_id, new, 0, idempotency_key=idempotency_key,
                                        request_hash=request_hash)
         except (AlreadyApplied, VersionConflict):  # a concurrent request with the key won
-            assert idempotency_key is not None
-            found = self.store.idempotent_result(table_id, idempotency_key)
-            if found is None or found.request_hash != request_hash:
-                raise IdempotencyConflict(idempotency_key) from None
-            return table_id, tokens, self.load(table_id)
+            return self._created_by_the_winner(table_id, tokens, idempotency_key, request_hash)
         self._remember(table_id, p)
         self.publish_checkpoints(table_id, stored)
         self.committed(p.table.club)
         return table_id, tokens, p
+
+    def _created_by_the_winner(self, table_id: str, tokens: dict[str, Any],
+                               idempotency_key: str | None,
+                               request_hash: str | None
+                               ) -> tuple[str, dict[str, Any], Projection]:
+        """A concurrent create under the same Idempotency-Key committed first: its table is
+        this request's answer when the bodies match, else the key was reused (409)."""
+        assert idempotency_key is not None
+        found = self.store.idempotent_result(table_id, idempotency_key)
+        if found is None or found.request_hash != request_hash:
+            raise IdempotencyConflict(idempotency_key) from None
+        return table_id, tokens, self.load(table_id)
 
     # ---- checkpoints ----------------------------------------------------------------------
     def publish_checkpoints(self, table_id: str, stored: Sequence[StoredEvent]) -> None:

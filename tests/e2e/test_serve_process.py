@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from tests.processes import stop
+
 LOO = str(Path(sys.executable).with_name("loo"))
 START_DEADLINE = 30.0
 
@@ -68,12 +70,7 @@ def serving(*args: str, cwd: Path, **env: str) -> Iterator[str]:
             time.sleep(0.1)
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
         log.close()
 
 
@@ -308,12 +305,7 @@ def test_serving_on_names_the_bound_port_and_it_accepts_at_once(tmp_path: Path) 
                 assert time.monotonic() < deadline
                 time.sleep(0.05)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
         log.close()
 
 

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from tests.integration.pg_cluster import Cluster, free_port
+from tests.processes import stop
 
 LOO = str(Path(sys.executable).with_name("loo"))
 TABLES = 4
@@ -87,12 +88,7 @@ def served(cluster: Cluster, tmp_path: Path) -> Iterator[str]:
         assert time.monotonic() < deadline, "loo serve did not become ready"
         time.sleep(0.05)
     yield base
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    stop(proc)
 
 
 @dataclass
