@@ -50,8 +50,12 @@ class Cluster:
         cmd = [str(self.bin / argv[0]), *argv[1:]]
         if self.as_root:
             cmd = ["runuser", "-u", "postgres", "--", *cmd]
-        return subprocess.run(cmd, check=check, capture_output=True, text=True, timeout=60,
+        done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=60,
                               stdin=subprocess.DEVNULL)
+        if check and done.returncode:  # say why: its stderr, not only its exit status
+            raise RuntimeError(f"{argv[0]} exited {done.returncode}: "
+                               f"{(done.stderr or done.stdout).strip()[-2000:]}")
+        return done
 
     def init(self) -> Cluster:
         self.root.mkdir(parents=True, exist_ok=True)
