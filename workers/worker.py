@@ -12,7 +12,9 @@ every worker process runs beside it, each step on RQ's own machinery.
   worker`): that cleanup; a job a dead worker had dequeued but not started (rq's
   IntermediateQueue cleanup, after STUCK_DEQUEUED seconds rather than rq's minute); rq's
   scheduler (`RQScheduler`, run in this thread rather than a forked child: no child to
-  leave a zombie); a scheduled job overdue by OVERDUE_SCHEDULED seconds (its scheduler
+  leave a zombie), its queue lock kept SCHEDULER_LOCK_SECONDS ahead rather than rq's 61 s,
+  so that another worker takes over within seconds of a holder's death; a scheduled job
+  overdue by OVERDUE_SCHEDULED seconds (its scheduler
   died holding the lock, which outlives it for a minute) requeued through rq's registry;
   and the reconciler, which derives what is owed from the event store (the outbox): every
   `reconcile_every` seconds, and at once when Redis answers again after an outage.
@@ -35,6 +37,7 @@ from rq.exceptions import InvalidJobOperation, NoSuchJobError
 from rq.intermediate_queue import IntermediateQueue
 from rq.job import Job
 from rq.scheduler import RQScheduler
+from rq.scripts import acquire_or_refresh_lock
 from rq.utils import current_timestamp, now
 from rq.worker import WorkerStatus
 
@@ -46,7 +49,14 @@ WORKER_TTL = 20  # rq's worker_ttl: an idle worker blocks on the queue for 5 s a
 MAINTENANCE_SECONDS = 1  # whole seconds: rq gives it to Redis as a lock time
 STUCK_DEQUEUED = 5  # seconds a dequeued job may wait to start before it counts as lost
 OVERDUE_SCHEDULED = 10  # seconds past its time a scheduled job waits for the scheduler
-MAINTENANCE_LOCK_SECONDS = 30  # one worker cleans at a time; a dead one's lock expires
+# One worker cleans at a time; a dead one's lock expires this soon (a pass takes ms).
+MAINTENANCE_LOCK_SECONDS = 10
+# rq's scheduler lock lives interval + 60 s, renewed each pass: a worker SIGKILLed holding
+# it stalled every scheduled job (turn timers, webhook retries) for a minute. We renew it
+# every MAINTENANCE_SECONDS, so a few seconds suffice; should a holder stall longer, the
+# lock passes on and rq's heartbeat makes the stalled one drop it (a job enqueued by both
+# meanwhile runs twice: every job here is idempotent).
+SCHEDULER_LOCK_SECONDS = 3
 
 
 class LooWorker(SimpleWorker):
@@ -235,4 +245,7 @@ class Maintenance:
                 return
             s.register_birth()
         s.heartbeat()  # keeps the lock; drops it if another scheduler took it over
+        for name in s.acquired_locks:  # rq has just set it to live 61 s: much shorter
+            acquire_or_refresh_lock(s.connection, s.get_locking_key(name), s.name,
+                                    SCHEDULER_LOCK_SECONDS)
         s.enqueue_scheduled_jobs()

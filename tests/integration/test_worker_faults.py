@@ -7,13 +7,16 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 import pytest
 from rq.job import JobStatus
+from rq.scheduler import RQScheduler
 
 from ledger.app import handlers
 from ledger.app.service import Ledger
+from ledger.core import commands as c
 from ledger.store.base import EventStore
 from tests.integration.redis_server import RedisServer
 from tests.integration.worker_helpers import (
@@ -143,3 +146,54 @@ def test_tables_move_again_within_10_s_of_redis_coming_back(
             if proc.poll() is None:
                 kill9(proc)
         queue.connection.close()
+
+
+def _people(**options: Any) -> c.CreateTable:
+    seats = tuple((f"P{i}", None) for i in range(4))
+    return c.CreateTable(variant="loo", scoring="pool", seats=seats, first_dealer=0,
+                         deal="shuffled", options=options)
+
+
+def test_a_scheduled_job_runs_on_time_when_the_worker_holding_the_scheduler_lock_is_killed(
+        db_url: str, store: EventStore, own_redis: RedisServer) -> None:
+    """rq's scheduler lock lived 61 s: a worker SIGKILLed holding it left every scheduled
+    job (turn timers, webhook retries) waiting for a minute. The lock now lives a few
+    seconds past each renewal, so the other worker takes it over and a turn timer that
+    falls due after the kill times its seat out within a few seconds of its time."""
+    queue = make_queue(own_redis.url, f"loo-sched-{uuid.uuid4().hex[:8]}")
+    ledger = Ledger(store, RqDispatcher(queue), seeds=seeded(23))
+    procs = [worker_process(db_url, own_redis.url, queue.name, "--reconcile-every", "0")
+             for _ in range(2)]
+    try:
+        lock_key = RQScheduler.get_locking_key(queue.name)
+
+        def holder() -> Any:
+            name = queue.connection.get(lock_key)
+            pid = name and queue.connection.hget(f"rq:scheduler:{name.decode()}", "pid")
+            return pid and next((p for p in procs if p.pid == int(pid)), None)
+
+        victim = wait_until(holder, timeout=30, what="a worker holding the scheduler lock")
+        kill9(victim)
+        killed = time.time()
+        table_id, _, p = ledger.create_table(_people(turn_seconds=5))
+        due = ledger.timer_due(table_id, p)
+        assert due is not None and due[1] > killed + 4  # after the kill, by design
+        wait_until(lambda: _timed_out(store, table_id), timeout=30,
+                   what="the turn timer run by the other worker")
+        (timed,) = _timed_out(store, table_id)
+        late = datetime.fromisoformat(timed.recorded_at).timestamp() - due[1]
+        print(f"timer due {due[1] - killed:.1f} s after the kill ran {late:.2f} s late")
+        assert late < 3.0, f"the timer ran {late:.1f} s after its time"
+    except BaseException:
+        for proc in procs:
+            print(_output(proc))
+        raise
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                kill9(proc)
+        queue.connection.close()
+
+
+def _timed_out(store: EventStore, table_id: str) -> list[Any]:
+    return [s for s in store.load(table_id) if s.type == "turn_timed_out"]
