@@ -238,9 +238,14 @@ def bootstrap(settings: Settings, *, upgrade: bool = True) -> Container:
         ledger.webhooks = InlineWebhooks(ledger)  # type: ignore[attr-defined]
         ledger.on_club_commit = ledger.webhooks.kick  # type: ignore[attr-defined]
     else:
+        from workers.reconcile import Redelivery
         from workers.webhooks import rq_trigger
 
         ledger.on_club_commit = rq_trigger(dispatcher)
+        # A job Redis refused is handed over again as soon as it answers (`loo worker`
+        # replaces this with its own reconcile on reconnect).
+        redelivery = Redelivery(ledger, queue.connection.ping)
+        dispatcher.on_unreachable, dispatcher.on_close = redelivery.missed, redelivery.close
     return Container(settings, store, queue, dispatcher, ledger)
 
 

@@ -209,8 +209,12 @@ class RqDispatcher:
 
     def __init__(self, queue: Queue) -> None:
         self.queue = queue
-        # Called when Redis could not be reached (`loo worker`: reconcile once it answers).
-        self.on_unreachable: Callable[[], None] = lambda: None
+        # Called with (func_path, args, job_id) of a job Redis could not be reached for: an
+        # API process hands it over again once Redis answers (workers/reconcile.py,
+        # Redelivery), `loo worker` reconciles then.
+        self.on_unreachable: Callable[[str, tuple[Any, ...], str], None] = (
+            lambda *_: None)
+        self.on_close: Callable[[], None] = lambda: None
 
     def enqueue(self, func_path: str, *args: Any, job_id: str) -> bool:
         """Enqueue after a commit; True if a job was enqueued now, False if the same job was
@@ -218,8 +222,8 @@ class RqDispatcher:
 
         The command has committed: raising would answer an error for a move that was
         recorded (and lose a new table's tokens, shown only in that answer). The table
-        then waits as after a crash between commit and enqueue, until a reconciler of
-        `loo worker` enqueues its job again (at once when Redis comes back).
+        then waits until Redis answers again: `on_unreachable` hands the job over then
+        (and should this process die first, a `loo worker`'s reconciler does).
         """
         from ledger.metrics import JOBS_ENQUEUED
 
@@ -229,8 +233,9 @@ class RqDispatcher:
                 func_path, *args, job_id=jid, unique=True, retry=_retry(),
                 description=f"{func_path}{args!r}", meta=_meta()))
         except redis.RedisError as err:
-            log.error("job %s not enqueued (%s): the reconciler will enqueue it", job_id, err)
-            self.on_unreachable()
+            log.error("job %s not enqueued (%s): enqueued again once Redis answers", job_id,
+                      err)
+            self.on_unreachable(func_path, args, job_id)
             return False
         if done:
             JOBS_ENQUEUED.labels("rq").inc()
@@ -272,10 +277,14 @@ class RqDispatcher:
         try:
             return self._replace_ended(jid, enqueue)
         except redis.RedisError as err:
-            log.error("timer %s not scheduled (%s): the reconciler will schedule it", job_id,
-                      err)
-            self.on_unreachable()
+            log.error("timer %s not scheduled (%s): scheduled again once Redis answers",
+                      job_id, err)
+            self.on_unreachable(func_path, args, job_id)
             return False
+
+    def close(self) -> None:
+        """The process closes its store: nothing is handed over again after this."""
+        self.on_close()
 
     def ping(self) -> dict[str, Any]:
         self.queue.connection.ping()

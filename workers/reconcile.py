@@ -10,10 +10,14 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import redis
 
 from ledger.app import handlers
 from ledger.app.projector import Projection, project
+from ledger.app.service import JOB_ADVANCE, JOB_TIME_OUT
 
 if TYPE_CHECKING:
     from ledger.app.service import Ledger
@@ -109,3 +113,75 @@ def recover_timers(ledger: Ledger) -> int:
         except Exception:
             log.exception("timer of table %s not scheduled", table_id)
     return count
+
+
+REDELIVER_EVERY = 0.2  # seconds between pings of Redis while a job of this process is owed
+
+
+class Redelivery:
+    """The jobs Redis refused in this process (an API's), handed over as soon as it answers.
+
+    A move commits, then its job is enqueued; when Redis cannot be reached the move stands
+    and the table waits. A worker that lost Redis too reconciles when it answers again
+    (workers/worker.py), but one that never lost it would leave the table to its next
+    periodic pass (a minute). So while anything is owed here, a thread pings Redis every
+    REDELIVER_EVERY seconds, and once it answers enqueues what the event store says each
+    of those tables owes by then (their events are the outbox: the job for the version
+    the table has reached, and its turn timer) and the other jobs (a club's webhook run)
+    as they were. Job ids are deterministic: a job the worker enqueued meanwhile is not
+    doubled. Should this process die first, a worker's periodic reconcile finds them.
+    """
+
+    def __init__(self, ledger: Ledger, ping: Callable[[], Any],
+                 every: float = REDELIVER_EVERY) -> None:
+        self.ledger, self.ping, self.every = ledger, ping, every
+        self._owed: dict[tuple[str, str], tuple[str, tuple[Any, ...], str]] = {}
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._closed = threading.Event()
+
+    def missed(self, func_path: str, args: tuple[Any, ...], job_id: str) -> None:
+        """The dispatcher could not reach Redis for this job (RqDispatcher.on_unreachable)."""
+        table_job = func_path in (JOB_ADVANCE, JOB_TIME_OUT) and args
+        key = ("table", str(args[0])) if table_job else ("job", job_id)
+        with self._lock:
+            self._owed[key] = (func_path, args, job_id)
+            if self._thread is None and not self._closed.is_set():
+                self._thread = threading.Thread(target=self._loop, name="loo-redelivery",
+                                                daemon=True)
+                self._thread.start()
+
+    def owed(self) -> int:
+        with self._lock:
+            return len(self._owed)
+
+    def close(self) -> None:
+        self._closed.set()
+
+    def _loop(self) -> None:
+        while not self._closed.wait(self.every):
+            try:
+                self.ping()
+            except redis.RedisError:
+                continue
+            with self._lock:
+                owed, self._owed = self._owed, {}
+            log.warning("Redis answers again: handing over %d job(s) it refused here",
+                        len(owed))
+            for (kind, subject), (func_path, args, job_id) in owed.items():
+                # A job Redis refuses again comes back through `missed`; any other error
+                # (the store) is logged and left to the workers' periodic reconcile.
+                try:
+                    if kind == "table":
+                        self.ledger.dispatch(subject)
+                    else:
+                        self.ledger.dispatcher.enqueue(  # type: ignore[union-attr]
+                            func_path, *args, job_id=job_id)
+                except Exception:
+                    log.exception("redelivery of %s failed", job_id)
+            with self._lock:
+                if not self._owed:
+                    self._thread = None
+                    return
+        with self._lock:
+            self._thread = None

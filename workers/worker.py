@@ -166,7 +166,7 @@ class Maintenance:
     def _read_run_id(self) -> None:
         self.run_id = self.queue.connection.info("server").get("run_id")
 
-    def redis_lost(self) -> None:
+    def redis_lost(self, *_job: Any) -> None:
         """Something in this process lost Redis (the worker loop ended on it, a job's
         follow-up was not enqueued): reconcile as soon as it answers, however short the
         outage was."""

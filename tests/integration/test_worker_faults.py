@@ -11,14 +11,16 @@ from datetime import datetime
 from typing import Any
 
 import pytest
+from rq import SimpleWorker
 from rq.job import JobStatus
 from rq.scheduler import RQScheduler
 
 from ledger.app import handlers
 from ledger.app.service import Ledger
+from ledger.bootstrap import Settings, bootstrap
 from ledger.core import commands as c
 from ledger.store.base import EventStore
-from tests.integration.redis_server import RedisServer
+from tests.integration.redis_server import Link, RedisServer
 from tests.integration.worker_helpers import (
     blocked_backends,
     check_table,
@@ -197,3 +199,50 @@ def test_a_scheduled_job_runs_on_time_when_the_worker_holding_the_scheduler_lock
 
 def _timed_out(store: EventStore, table_id: str) -> list[Any]:
     return [s for s in store.load(table_id) if s.type == "turn_timed_out"]
+
+
+def test_jobs_the_api_could_not_enqueue_run_within_10_s_of_its_redis_answering(
+        db_url: str, store: EventStore, own_redis: RedisServer) -> None:
+    """Only the API loses Redis (its link cut; the worker keeps its own and never notices):
+    tables created meanwhile are committed but their jobs are not enqueued. Once the link
+    is mended the API hands over what the event store says they owe within seconds; the
+    worker's periodic reconcile (an hour here; a minute by default) plays no part."""
+    name = f"loo-link-{uuid.uuid4().hex[:8]}"
+    link = Link(own_redis.port)
+    api = bootstrap(Settings(database_url=db_url, redis_url=link.url, queue_name=name),
+                    upgrade=False)
+    queue = make_queue(own_redis.url, name)
+    worker = worker_process(db_url, own_redis.url, name, "--reconcile-every", "3600")
+    try:
+        wait_until(lambda: SimpleWorker.all(queue=queue), timeout=30,
+                   what="the worker up, its reconcile at start done")
+        link.cut()
+        tables = {}
+        for _ in range(3):
+            table_id, _, p = api.ledger.create_table(four_bots(auto_deal=True, max_hands=HANDS))
+            tables[table_id] = p.version
+        assert all(queue.fetch_job(rq_job_id(f"advance:{t}:{v}")) is None
+                   for t, v in tables.items()), "a job reached Redis through the cut link"
+        assert all(ledger_version(store, t) == v for t, v in tables.items())
+        link.mend()
+        back = time.monotonic()
+        wait_until(lambda: all(ledger_version(store, t) > v for t, v in tables.items()),
+                   timeout=10, what="every table the API could not enqueue for moving")
+        print(f"{len(tables)} table(s) moved {time.monotonic() - back:.2f} s after the mend")
+        wait_until(lambda: all(store.load(t)[-1].type == "table_closed" for t in tables),
+                   timeout=120, what="every table's end")
+        for t in tables:
+            check_table(store, t, hands=HANDS)
+    except BaseException:
+        print(_output(worker))
+        raise
+    finally:
+        if worker.poll() is None:
+            kill9(worker)
+        api.close()
+        link.close()
+        queue.connection.close()
+
+
+def ledger_version(store: EventStore, table_id: str) -> int:
+    return store.version(table_id)
