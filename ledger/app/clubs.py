@@ -19,9 +19,16 @@ from ledger.app.standings import StandingsProjector, standings_rows
 from ledger.core import club as cl
 from ledger.core import events as ev
 from ledger.core.errors import NotFound
-from ledger.store.base import AlreadyApplied, IdempotencyConflict, NewEvent, VersionConflict
+from ledger.store.base import (
+    AlreadyApplied,
+    IdempotencyConflict,
+    IdempotentResult,
+    NewEvent,
+    VersionConflict,
+)
 
 PREFIX = "club_"
+LATEST_RETRIES = 20  # writes without expected_version: decided again after a lost race
 
 
 @dataclass(frozen=True)
@@ -68,8 +75,10 @@ class Clubs:
         return self.store.webhook_deliveries(webhook_id, offset, limit)
 
     # ---- reads -----------------------------------------------------------------------------
-    def load(self, club_id: str) -> Loaded:
-        stored = self.store.load(club_id) if club_id.startswith(PREFIX) else []
+    def load(self, club_id: str, up_to_version: int | None = None) -> Loaded:
+        """The club now, or as it was at `up_to_version` (the answer to an earlier write)."""
+        stored = self.store.load(club_id, up_to_version=up_to_version) \
+            if club_id.startswith(PREFIX) else []
         if not stored or stored[0].type != "club_created":
             raise NotFound("club_not_found", f"no club {club_id!r}")
         return Loaded(club_id, cl.replay(decode(s) for s in stored), stored[-1].version)
@@ -94,7 +103,7 @@ class Clubs:
             if found is not None:
                 if found.request_hash != request_hash:
                     raise IdempotencyConflict(key)
-                return self.load(club_id), token
+                return self.load(club_id, found.last_version), token
         events = cl.create(name, owner_id, token_hash(token))
         try:
             self._append(club_id, events, 0, key, request_hash)
@@ -102,26 +111,46 @@ class Clubs:
             found = self.store.idempotent_result(club_id, key) if key else None
             if found is None or found.request_hash != request_hash:
                 raise IdempotencyConflict(key or "") from None
-        return self.load(club_id), token
+            return self.load(club_id, found.last_version), token
+        return self.load(club_id, len(events)), token
 
     def execute(self, club_id: str, decide: Callable[[cl.Club], list[ev.Event]], *,
                 expected_version: int | None = None, key: str | None = None,
                 request_hash: str | None = None) -> Loaded:
-        """Decide on the latest club and append; a repeated key appends nothing again."""
-        loaded = self.load(club_id)
-        if key is not None:
-            found = self.store.idempotent_result(club_id, key)
-            if found is not None:
-                if found.request_hash != request_hash:
-                    raise IdempotencyConflict(key)
+        """Decide on the latest club and append; the club as this write left it.
+
+        A repeated key appends nothing again and answers as the first request was answered
+        (the club as that write left it, whatever was written since), also when the repeat
+        ran concurrently with it. A write without expected_version asked for "now": one that
+        loses a race with another writer is decided again on the newer club (bounded),
+        never a version_conflict the client did not ask for."""
+        for attempt in range(LATEST_RETRIES):
+            loaded = self.load(club_id)
+            if key is not None:
+                found = self.store.idempotent_result(club_id, key)
+                if found is not None:
+                    return self._first_answer(club_id, found, request_hash)
+            if expected_version is not None and expected_version != loaded.version:
+                raise VersionConflict(club_id, expected_version, loaded.version)
+            events = decide(loaded.club)
+            if not events:
                 return loaded
-        if expected_version is not None and expected_version != loaded.version:
-            raise VersionConflict(club_id, expected_version, loaded.version)
-        events = decide(loaded.club)
-        if not events:
-            return loaded
-        self._append(club_id, events, loaded.version, key, request_hash)
-        return self.load(club_id)
+            try:
+                self._append(club_id, events, loaded.version, key, request_hash)
+            except AlreadyApplied as err:  # a concurrent request with this key won
+                return self._first_answer(club_id, err.result, request_hash)
+            except VersionConflict:
+                if expected_version is not None or attempt == LATEST_RETRIES - 1:
+                    raise
+                continue
+            return self.load(club_id, loaded.version + len(events))
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    def _first_answer(self, club_id: str, found: IdempotentResult,
+                      request_hash: str | None) -> Loaded:
+        if found.request_hash != request_hash:
+            raise IdempotencyConflict(found.key)
+        return self.load(club_id, found.last_version)
 
     def _append(self, club_id: str, events: list[ev.Event], version: int, key: str | None,
                 request_hash: str | None) -> None:

@@ -1,0 +1,112 @@
+"""API.md read as an outside checker reads it, statement by statement (an audit of the HTTP
+contract). Each test is named after the section it holds the service to and failed before
+the change it came with."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from typing import Any
+
+import pytest
+
+from tests.e2e.club import Club
+from tests.e2e.test_api_clubs import League
+
+
+def key() -> dict[str, str]:
+    return {"Idempotency-Key": uuid.uuid4().hex}
+
+
+def in_threads(app: Any, n: int, call: Any) -> list[Any]:
+    """`call(client)` from n threads at once, each with its own client; their answers."""
+    out: list[Any] = []
+    barrier = threading.Barrier(n)
+
+    def run() -> None:
+        client = app.test_client()
+        barrier.wait()
+        out.append(call(client))
+
+    threads = [threading.Thread(target=run) for _ in range(n)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    return out
+
+
+# ---- Conventions: "repeating a request with the same key returns the first answer" ---------
+
+def test_conventions_a_repeated_club_write_returns_the_first_answer_after_the_club_moved_on(
+        club: Club, monkeypatch: pytest.MonkeyPatch):
+    """Phase 2: every club write takes an Idempotency-Key as tables do; the repeat answered
+    with the club as it is now (a later rename, archive, season close; a removed webhook
+    was even a 404)."""
+    monkeypatch.setenv("LOO_WEBHOOK_ALLOW_PRIVATE", "1")
+    lg = League(club)
+    h = lg.h(lg.owner)
+
+    def twice(method: str, path: str, body: dict[str, Any], then: list[tuple[str, str, Any]]):
+        k = key()
+        first = club.c.open(lg.url(path), method=method, json=body, headers=h | k)
+        assert first.status_code in (200, 201), first.get_json()
+        for m, p, b in then:
+            r = club.c.open(lg.url(p.format(**first.get_json())), method=m, json=b, headers=h)
+            assert r.status_code in (200, 201, 204), r.get_json()
+        v = lg.get("").get_json()["version"]
+        repeat = club.c.open(lg.url(path), method=method, json=body, headers=h | k)
+        assert (repeat.status_code, repeat.get_json()) == (first.status_code, first.get_json())
+        assert lg.get("").get_json()["version"] == v  # and appended nothing
+        return first.get_json()
+
+    mid = twice("POST", "/members", {"name": "Ann"},
+                [("PATCH", "/members/{id}", {"name": "Anne"}),
+                 ("POST", "/members/{id}/archive", {})])["id"]
+    bob = lg.member("Bob")
+    twice("PATCH", f"/members/{bob}", {"name": "Bobby"},
+          [("PATCH", f"/members/{bob}", {"name": "Robert"})])
+    twice("POST", f"/members/{lg.member('Cat')}/archive", {},
+          [("PATCH", f"/members/{mid}", {"name": "Annie"})])
+    twice("POST", "/seasons", {"name": "Winter", "starts_on": "2026-11-01"},
+          [("POST", "/seasons/{id}/close", {})])
+    sid = lg.season("Spring")
+    twice("POST", f"/seasons/{sid}/close", {}, [("POST", "/members", {"name": "Dan"})])
+    twice("POST", "/webhooks", {"url": "http://127.0.0.1:9/hook", "events": ["*"]},
+          [("DELETE", "/webhooks/{id}", None)])
+
+    k = key()
+    made = club.c.post("/v1/clubs", json={"name": "Crown"}, headers=k)
+    crown = made.get_json()
+    r = club.c.post(f"/v1/clubs/{crown['id']}/tokens", json={"role": "viewer"},
+                    headers=lg.h(crown["token"]))
+    assert r.status_code == 201
+    again = club.c.post("/v1/clubs", json={"name": "Crown"}, headers=k)
+    assert (again.status_code, again.get_json()) == (201, crown)
+
+
+def test_conventions_club_writes_without_expected_version_never_meet_a_version_conflict(app):
+    """409 version_conflict is for a stale expected_version: a club's integration adding
+    members from several threads (none sending one) got it for most of them."""
+    club = Club(app.test_client())
+    lg = League(club)
+    answers = in_threads(app, 12, lambda client: client.post(
+        lg.url("/members"), json={"name": "Member"}, headers=lg.h(lg.scorer)))
+    assert sorted(r.status_code for r in answers) == [201] * 12, [
+        r.get_json() for r in answers if r.status_code != 201]
+    assert len(lg.get("/members?limit=500").get_json()["items"]) == 12
+
+
+def test_conventions_concurrent_repeats_of_a_keyed_club_write_get_the_one_first_answer(app):
+    """The same request sent at once by a client's retry logic: one token issued, every
+    answer the same; the repeats that lost the race in the store were 500s."""
+    club = Club(app.test_client())
+    lg = League(club)
+    k = key()
+    v = lg.get("").get_json()["version"]
+    answers = in_threads(app, 8, lambda client: client.post(
+        lg.url("/tokens"), json={"role": "viewer", "label": "screen"},
+        headers=lg.h(lg.owner) | k))
+    assert [r.status_code for r in answers] == [201] * 8, [r.get_json() for r in answers]
+    assert len({r.get_data() for r in answers}) == 1
+    assert lg.get("").get_json()["version"] == v + 1
