@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from marshmallow import ValidationError, fields
@@ -33,3 +34,16 @@ class SeatOrLots(fields.Field):
         if value == "lots" or (isinstance(value, int) and not isinstance(value, bool)):
             return value
         raise ValidationError('a seat number or "lots"')
+
+
+_WRITTEN_INTEGER = re.compile(r"-?[0-9]+")
+
+
+class QueryInteger(fields.Integer):
+    """An integer in a query string written as one: ASCII digits, maybe a leading minus. int()
+    alone also reads "1_0" as 10, " 7 " as 7 and "+3" as 3."""
+
+    def _validated(self, value: Any) -> int:
+        if isinstance(value, str) and _WRITTEN_INTEGER.fullmatch(value) is None:
+            raise self.make_error("invalid", input=value)
+        return super()._validated(value)

@@ -8,7 +8,7 @@ from typing import Any
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
 from ledger.core.rules.bots import POLICIES
-from schemas.fields import SeatOrLots, TileField
+from schemas.fields import QueryInteger, SeatOrLots, TileField
 
 
 class Strict(Schema):
@@ -166,14 +166,14 @@ class ActionIn(WriteIn):
 
 
 class EventsQuery(Schema):
-    after = fields.Integer(load_default=0, validate=validate.Range(min=0))
-    limit = fields.Integer(load_default=100, validate=validate.Range(min=1, max=1000))
+    after = QueryInteger(load_default=0, validate=validate.Range(min=0))
+    limit = QueryInteger(load_default=100, validate=validate.Range(min=1, max=1000))
 
 
 class ReplayQuery(Schema):
     """`step`: an integer from 0 to the hand's `steps` (checked against the hand); default 0."""
 
-    step = fields.Integer(strict=False, load_default=0, validate=validate.Range(min=0))
+    step = QueryInteger(load_default=0, validate=validate.Range(min=0))
 
 
 class ListQuery(Schema):

@@ -191,6 +191,9 @@ def create_app(container: Container | None = None,
     errors.register(app)  # after Api(app): replaces flask-smorest's JSON error handler
     api.register_blueprint(health)
     register_blueprints(api)
+    from ledger.api import query
+
+    query.install(app, api.spec._paths)  # noqa: SLF001 - the operations' declared queries
     app.add_url_rule(SWAGGER_UI_ASSETS + "<path:filename>", "swagger_ui_asset",
                      swagger_ui_asset)
     from ledger.web import register as register_web

@@ -110,3 +110,43 @@ def test_conventions_concurrent_repeats_of_a_keyed_club_write_get_the_one_first_
     assert [r.status_code for r in answers] == [201] * 8, [r.get_json() for r in answers]
     assert len({r.get_data() for r in answers}) == 1
     assert lg.get("").get_json()["version"] == v + 1
+
+
+# ---- Lists / Hands: an unknown or repeated query parameter is a 422, never ignored -----------
+
+def test_lists_an_unknown_query_parameter_is_a_422_on_every_operation_not_ignored(club: Club):
+    """API.md Lists: "an unknown filter or a bad value is a 422, never ignored"; and Hands:
+    a step that is not an integer is never silently answered. A typo (?stp=3, ?afer=40)
+    was answered as if nothing had been asked: step 0, the events from the start."""
+    lg = League(club)
+    t = club.create(first_dealer=0)
+    mid = lg.member("Ann")
+    for path, token in ((f"/v1/tables/{t.id}", t.admin), (f"/v1/tables/{t.id}/events", t.admin),
+                        (f"/v1/tables/{t.id}/hands/1/replay", t.admin),
+                        (f"/v1/tables/{t.id}/hands/1", t.seats[0]),
+                        (f"/v1/tables/{t.id}/ledger", t.seats[0]),
+                        (f"/v1/tables/{t.id}/audit", t.admin),
+                        (lg.url(""), lg.viewer), (lg.url(f"/members/{mid}"), lg.viewer),
+                        ("/v1/checkpoints/key", None), ("/v1/schemas/loo-hh-1.0.json", None)):
+        assert club.c.get(path, headers=lg.h(token)).status_code == 200, path
+        r = club.c.get(path + "?stp=3", headers=lg.h(token))
+        assert "stp" in club.problem(r, 422, "unknown_filter")["detail"], path
+    r = club.c.get(f"/v1/tables/{t.id}/hands/1/replay?step=1&step=2", headers=lg.h(t.admin))
+    club.problem(r, 422, "invalid_filter")
+    r = club.c.get(lg.url("/members?q=A&q=B"), headers=lg.h(lg.viewer))
+    club.problem(r, 422, "invalid_filter")
+    # who may ask comes first, as before: 404 / 401 / 403 whatever the query
+    club.problem(club.c.get("/v1/tables/nope/events?stp=1", headers=lg.h(t.admin)), 404)
+    club.problem(club.c.get(f"/v1/tables/{t.id}/events?stp=1"), 401)
+    club.problem(club.c.get(f"/v1/tables/{t.id}/audit?stp=1", headers=lg.h(t.seats[0])), 403)
+    club.problem(club.c.get(lg.url("/tokens?stp=1"), headers=lg.h(lg.viewer)), 403)
+
+
+@pytest.mark.parametrize("raw", ["1_0", "+1", " 1", "1 ", "0x1", "1e1"])
+def test_hands_a_step_or_after_that_is_not_written_as_an_integer_is_a_422(club: Club, raw: str):
+    """API.md Hands: a `k` that is not an integer is a 422; Python's int() read "1_0" as 10
+    and " 1" as 1, so the answer came back for a step nobody wrote."""
+    t = club.create(first_dealer=0)
+    for path in (f"/hands/1/replay?step={raw}", f"/events?after={raw}", f"/events?limit={raw}"):
+        r = club.get(t, path=path.replace(" ", "%20").replace("+", "%2B"))
+        club.problem(r, 422, "validation_error")
