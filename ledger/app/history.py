@@ -149,6 +149,8 @@ def _document(table_id: str, before: tb.Table, stored: Sequence[Any],
     seats = []
     for s in range(n):
         seat: dict[str, Any] = {"seat": s, "name": before.names[s]}
+        if s < len(before.members) and before.members[s] is not None:  # a club's member
+            seat["member"] = before.members[s]
         if before.bots[s] is not None:
             seat["bot"] = before.bots[s]
         seats.append(seat)

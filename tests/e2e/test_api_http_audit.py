@@ -4,6 +4,7 @@ the change it came with."""
 
 from __future__ import annotations
 
+import json
 import threading
 import uuid
 from typing import Any
@@ -150,3 +151,32 @@ def test_hands_a_step_or_after_that_is_not_written_as_an_integer_is_a_422(club: 
     for path in (f"/hands/1/replay?step={raw}", f"/events?after={raw}", f"/events?limit={raw}"):
         r = club.get(t, path=path.replace(" ", "%20").replace("+", "%2B"))
         club.problem(r, 422, "validation_error")
+
+
+# ---- Hand history (loo-hh 1.0): table.seats[{"seat", "name", "member"?, "bot"?}] ------------
+
+def test_hand_history_names_the_member_at_each_seat_of_a_club_table(club: Club):
+    """A club table's seats are its members; the loo-hh file left them out (only name), so
+    an archive could not tell two members of one name apart."""
+    import jsonschema
+
+    from tests.e2e.test_api_clubs import RESULT_A
+
+    lg = League(club)
+    ms = [lg.member(n) for n in ("Ann", "Bob", "Cat")]
+    r = club.c.post(lg.url("/tables"), json={
+        "seats": [{"member": m} for m in ms] + [{"name": "Guest"}], "first_dealer": 0,
+        "deal": "results"}, headers=lg.h(lg.scorer))
+    tid = r.get_json()["id"]
+    assert club.c.post(f"/v1/tables/{tid}/hands", json={"result": RESULT_A},
+                       headers=lg.h(lg.scorer)).status_code == 200
+    schema = club.c.get("/v1/schemas/loo-hh-1.0.json").get_json()
+    doc = club.c.get(f"/v1/tables/{tid}/hands/1/history", headers=lg.h(lg.viewer)).get_json()
+    jsonschema.validate(doc, schema)
+    assert doc["table"]["seats"] == [{"seat": 0, "name": "Ann", "member": ms[0]},
+                                     {"seat": 1, "name": "Bob", "member": ms[1]},
+                                     {"seat": 2, "name": "Cat", "member": ms[2]},
+                                     {"seat": 3, "name": "Guest"}]
+    lines = club.c.get(lg.url("/history"), headers=lg.h(lg.viewer)).get_data().splitlines()
+    assert [s.get("member") for s in json.loads(lines[0])["table"]["seats"]] \
+        == [*ms, None]
