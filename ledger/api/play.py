@@ -113,9 +113,10 @@ class Actions(MethodView):
 class Hint(MethodView):
     @blp.response(200, HintOut)
     @blp.alt_response(403, description="hints_off: the table was created without "
-                      "options.hints; read_only_token: a spectator token")
-    @blp.alt_response(422, description="seat_token_required: hints are for a seat (the admin "
-                      "token sees every hand); not_your_turn: the seat is not to act now")
+                      "options.hints; read_only_token: a spectator token; "
+                      "seat_token_required: hints are for a seat (the admin token sees "
+                      "every hand)")
+    @blp.alt_response(422, description="not_your_turn: the seat is not to act now")
     def get(self, table_id: str) -> Any:
         """The expert's action for your seat now (seat tokens, options.hints: true): an
         action body as POST /actions takes it, and a short `why`. The expert plays from the
@@ -124,8 +125,8 @@ class Hint(MethodView):
         viewer = viewer_for(p)
         if viewer.spectator:
             raise Forbidden("read_only_token", "a spectator token only reads this table")
-        if viewer.admin or viewer.seat is None:
-            raise Invalid("seat_token_required", "hints are for a seat: ask with that seat's "
+        if viewer.admin or viewer.seat is None:  # a token not allowed to do that: 403
+            raise Forbidden("seat_token_required", "hints are for a seat: ask with that seat's "
                           "token (the admin token sees every hand)")
         return hint(p, viewer.seat, table_id)
 

@@ -58,7 +58,8 @@ def test_hint_refusals(club: Club):
     seat = _to_act(club, t)
     other = (seat + 1) % 4
     club.problem(club.get(t, t.seats[other], "/hint"), 422, "not_your_turn")
-    club.problem(club.get(t, t.admin, "/hint"), 422, "seat_token_required")
+    # API.md Conventions: 403 is a token not allowed to do that (the admin's, here)
+    club.problem(club.get(t, t.admin, "/hint"), 403, "seat_token_required")
     spy = club.post(t, "/spectators", {}).get_json()["token"]
     club.problem(club.get(t, spy, "/hint"), 403, "read_only_token")
     club.problem(club.c.get(f"/v1/tables/{t.id}/hint"), 401)
