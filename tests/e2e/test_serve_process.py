@@ -325,3 +325,26 @@ def test_listen_picks_the_family_as_gunicorn_did() -> None:
             assert s.family == family, host
     with pytest.raises(ConfigError, match="--host"):
         listen("no-such-host.invalid", 0)
+
+
+def test_requests_over_gunicorns_limits_are_problem_json_too(tmp_path: Path) -> None:
+    """API.md: errors are application/problem+json; an address or headers over the server's
+    limits were refused by gunicorn with an HTML page (414, 431, 400)."""
+    with serving(cwd=tmp_path) as url:
+        for head, status, code in (
+                (b"GET /v1/tables/" + b"a" * 9000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414,
+                 "request_uri_too_large"),
+                (b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"b" * 9000 + b"\r\n\r\n",
+                 431, "request_header_fields_too_large"),
+                (b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + b"".join(
+                    b"X-%d: 1\r\n" % i for i in range(200)) + b"\r\n", 431,
+                 "request_header_fields_too_large"),
+                (b"G\x00T / HTTP/1.1\r\n\r\n", 400, "bad_request")):
+            answer, _, _ = _raw_exchange(url, head)
+            top, _, body = answer.partition(b"\r\n\r\n")
+            assert top.split(b"\r\n")[0].split(b" ")[1] == str(status).encode(), top
+            assert b"content-type: application/problem+json" in top.lower(), top
+            problem = json.loads(body)
+            assert (problem["status"], problem["code"]) == (status, code), problem
+            assert problem["type"] == f"/docs/http#problem-{code}"
+        assert fetch(url + "/healthz")[0] == 200
