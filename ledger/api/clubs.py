@@ -432,11 +432,14 @@ class ImportResource(MethodView):
         from dataclasses import replace
 
         from ledger.app.imports import ImportRefused, plan
-        from ledger.app.verify import VerifyError, documents
+        from ledger.app.verify import NotJson, VerifyError, documents
+        from ledger.core.errors import BadRequest
 
         expected = query_version().get("expected_version")
         try:
             the_plan = plan(documents(io.BytesIO(request.get_data())))
+        except NotJson as err:  # API.md Conventions: 400 malformed JSON, naming the line
+            raise BadRequest("malformed_json", str(err)) from None
         except VerifyError as err:
             raise ImportRefused("import_refused", str(err)) from None
         the_plan = replace(the_plan, create=replace(the_plan.create, club=club_id))

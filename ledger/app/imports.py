@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.app.verify import VerifyError, _action, _describe, verify_document
+from ledger.app.verify import NotJson, VerifyError, _action, _describe, verify_document
 from ledger.core import commands as c
 from ledger.core.errors import Invalid, LedgerError
 from ledger.core.rules.tiles import parse_tile
@@ -33,7 +33,9 @@ def plan(docs: Iterable[tuple[int, Any]], key: Any = None) -> Plan:
     """Check the files (format, schema, chain, rules) and turn them into commands."""
     try:
         return _plan(docs, key)
-    except VerifyError as err:  # unreadable input (not JSON, a line too long)
+    except NotJson:
+        raise  # not JSON at all: malformed, for the caller to say so (an HTTP 400)
+    except VerifyError as err:  # unreadable input (a line too long)
         raise ImportRefused("import_refused", str(err)) from None
 
 

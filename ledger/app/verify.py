@@ -35,6 +35,10 @@ class VerifyError(Exception):
     """The first problem found, in words that name where it is."""
 
 
+class NotJson(VerifyError):
+    """A line (or the one file) is not JSON at all: malformed, not a file to check."""
+
+
 @dataclass(frozen=True, slots=True)
 class Verified:
     table: str
@@ -269,7 +273,7 @@ def documents(stream: IO[bytes]) -> Iterator[tuple[int, Any]]:
         try:
             whole = orjson.loads(first + rest)
         except orjson.JSONDecodeError as err:
-            raise VerifyError(f"line 1: not JSON ({str(err)[:120]})") from None
+            raise NotJson(f"line 1: not JSON ({str(err)[:120]})") from None
         if isinstance(whole, list):
             yield from ((1, d) for d in whole)
         else:
@@ -285,7 +289,7 @@ def documents(stream: IO[bytes]) -> Iterator[tuple[int, Any]]:
         try:
             yield n, orjson.loads(line)
         except orjson.JSONDecodeError as err:
-            raise VerifyError(f"line {n}: not JSON ({str(err)[:120]})") from None
+            raise NotJson(f"line {n}: not JSON ({str(err)[:120]})") from None
 
 
 def verify_stream(docs: Iterable[tuple[int, Any]], key: Any = None) -> Iterator[Verified]:

@@ -180,3 +180,30 @@ def test_hand_history_names_the_member_at_each_seat_of_a_club_table(club: Club):
     lines = club.c.get(lg.url("/history"), headers=lg.h(lg.viewer)).get_data().splitlines()
     assert [s.get("member") for s in json.loads(lines[0])["table"]["seats"]] \
         == [*ms, None]
+
+
+def test_conventions_an_import_that_is_not_json_is_400_malformed_json(club: Club):
+    """API.md Conventions: 400 malformed JSON, on the import as on every other body (it was
+    a 422 import_refused, the answer for a file the rules refuse); the detail names the
+    line, and nothing is created."""
+    import random
+
+    from tests.e2e.test_api_clubs import RESULT_A
+
+    lg = League(club)
+    t = lg.table([lg.member(n) for n in ("Ann", "Bob", "Cat", "Dan")], deal="results")
+    assert club.start(t, {"result": RESULT_A}).status_code == 200
+    good = club.c.get(f"/v1/tables/{t.id}/history", headers=lg.h(lg.viewer)).get_data()
+    v = lg.get("").get_json()["version"]
+    for body, mimetype, line in (
+            (b'{"format": "loo-hh", ', "application/json", 1),
+            (random.Random(1).randbytes(4096), "application/x-ndjson", 1),
+            (good + b'{"format": \n', "application/x-ndjson", 2)):
+        r = club.c.post(lg.url("/tables/import"), data=body, content_type=mimetype,
+                        headers=lg.h(lg.scorer))
+        assert club.problem(r, 400, "malformed_json")["detail"].startswith(f"line {line}:")
+    r = club.c.post(lg.url("/tables/import"), data=good.replace(b'"1.0"', b'"9.9"'),
+                    content_type="application/x-ndjson", headers=lg.h(lg.scorer))
+    club.problem(r, 422, "import_refused")  # JSON, but not a file this service imports
+    assert lg.get("").get_json()["version"] == v
+    assert len(lg.get("/tables").get_json()["items"]) == 1

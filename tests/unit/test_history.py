@@ -241,9 +241,10 @@ def test_loo_import_creates_the_table_or_refuses_the_whole_file(tmp_path):
 
 def test_import_refuses_junk_naming_the_line():
     from ledger.app.imports import ImportRefused, plan
+    from ledger.app.verify import NotJson
 
     junk = io.BytesIO(b'{"format": "loo-hh"}\n' + random.Random(2).randbytes(1 << 20))
     with pytest.raises(ImportRefused, match="line 1: spec_version None is not supported"):
         plan(documents(junk))
-    with pytest.raises(ImportRefused, match="line 1: not JSON"):
+    with pytest.raises(NotJson, match="line 1: not JSON"):  # malformed: the API's 400
         plan(documents(io.BytesIO(random.Random(3).randbytes(1 << 20))))
