@@ -110,6 +110,8 @@ DATE = {"type": "string", "format": "date"}
 POSITION = {"type": "integer", "minimum": 0, "maximum": 2**63 - 1}
 VERSION = {"type": "integer", "minimum": 0, "maximum": 10**18 - 1,
            "description": "the club's version the client last saw: stale is a 409"}
+TABLE_VERSION = VERSION | {"description": "the table's version the client last saw: stale is "
+                                          "a 409"}
 
 
 def enum(*choices: str) -> dict[str, Any]:

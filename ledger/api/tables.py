@@ -134,8 +134,12 @@ class Spectators(MethodView):
 
 @blp.route("/<table_id>/spectators/<spectator_id>")
 class SpectatorResource(MethodView):
+    @blp.doc(parameters=lists.params({"expected_version": lists.TABLE_VERSION}, lists.WHOLE))
     @blp.response(204)
     def delete(self, table_id: str, spectator_id: str) -> Any:
-        """Revoke a spectator token (admin): it opens nothing from now on."""
-        write(table_id, {}, lambda v, p: c.RevokeSpectator(spectator_id), admin_only=True)
+        """Revoke a spectator token (admin): it opens nothing from now on. ?expected_version=
+        and Idempotency-Key as every write (a repeat with the key answers 204 again)."""
+        f, _, _ = lists.query({"expected_version": lists.whole}, lists.WHOLE)
+        write(table_id, {"expected_version": f.get("expected_version")},
+              lambda v, p: c.RevokeSpectator(spectator_id), admin_only=True)
         return ""

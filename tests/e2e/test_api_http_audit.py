@@ -207,3 +207,28 @@ def test_conventions_an_import_that_is_not_json_is_400_malformed_json(club: Club
     club.problem(r, 422, "import_refused")  # JSON, but not a file this service imports
     assert lg.get("").get_json()["version"] == v
     assert len(lg.get("/tables").get_json()["items"]) == 1
+
+
+# ---- Spectators: "Revocable like club tokens"; every write takes expected_version -------------
+
+def test_spectators_revoking_a_spectator_takes_expected_version_like_a_club_token(club: Club):
+    """Phase 2: every write takes expected_version; a club token's DELETE takes it as a query
+    parameter, a spectator's (revocable like club tokens) ignored it: a stale version
+    revoked the token all the same."""
+    t = club.create(first_dealer=0)
+    sid = club.post(t, "/spectators", {}).get_json()["id"]
+    v = club.view(t)["version"]
+    stale = club.c.delete(f"/v1/tables/{t.id}/spectators/{sid}?expected_version={v - 1}",
+                          headers=club.auth(t.admin))
+    club.problem(stale, 409, "version_conflict")
+    assert club.view(t)["version"] == v
+    for bad in ("expected_version=x", "expected_version=-1"):
+        r = club.c.delete(f"/v1/tables/{t.id}/spectators/{sid}?{bad}", headers=club.auth(t.admin))
+        club.problem(r, 422)
+    k = key()
+    for _ in range(2):  # the repeat with its key answers as the first did
+        r = club.c.delete(f"/v1/tables/{t.id}/spectators/{sid}?expected_version={v}",
+                          headers=club.auth(t.admin) | k)
+        assert r.status_code == 204, r.get_json()
+    assert club.view(t)["version"] == v + 1
+    assert club.get(t, path="/spectators").get_json()["items"] == []
