@@ -104,7 +104,17 @@ class OptionsIn(Strict):
                        "legal play; a discard drops its lowest tiles (shuffled tables only)"})
 
 
-class CreateTableIn(Strict):
+class NewStreamIn(Strict):
+    """A write that starts a stream (a table, a club) takes expected_version as every write
+    does (API.md Phase 2); the new stream is at version 0, so any other value is a 409."""
+
+    expected_version = fields.Integer(strict=True, load_default=None, allow_none=True,
+                                      validate=validate.Range(min=0), metadata={
+                                          "description": "0 (or absent): the stream is new; "
+                                                         "any other value is a 409"})
+
+
+class CreateTableIn(NewStreamIn):
     """A new table; the rules across fields are in the create operation's description."""
 
     variant = fields.String(load_default="loo", validate=validate.OneOf(["loo", "rounce"]))
@@ -188,7 +198,7 @@ _NAME = dict(validate=[validate.Length(min=1, max=60), printable],
              metadata={"pattern": _PRINTABLE})
 
 
-class ClubIn(Strict):
+class ClubIn(NewStreamIn):
     name = fields.String(required=True, **_NAME)
 
 
@@ -238,7 +248,10 @@ class ClubSeatIn(Strict):
             raise ValidationError('a seat needs "member" (a member id) or "name"', "seats")
 
 
-class ClubTableIn(CreateTableIn, WriteIn):
+class ClubTableIn(CreateTableIn):
+    expected_version = fields.Integer(strict=True, load_default=None, allow_none=True,
+                                      validate=validate.Range(min=0),
+                                      metadata={"description": "the club's version"})
     seats = fields.List(fields.Nested(ClubSeatIn), required=True,
                         validate=validate.Length(min=2, max=4))
     season = fields.String(load_default=None, allow_none=True,

@@ -17,7 +17,7 @@ from ledger.api import feeds, lists
 from ledger.api import idempotency as idem
 from ledger.api.auth import ledger
 from ledger.api.blueprint import Blueprint
-from ledger.api.tables import create, created
+from ledger.api.tables import create, created, new_stream
 from ledger.api.writes import BODY_PARSER
 from ledger.app.clubs import Clubs, Loaded
 from ledger.app.contract import VersionConflict
@@ -149,6 +149,7 @@ class ClubsResource(MethodView):
             if not hmac.compare_digest(token.encode(), operator.encode()):
                 raise Unauthorized("invalid_token", "creating a club needs the operator token; "
                                    "this is not it")
+        new_stream(body, "club_ (new)")
         key = idem.key()
         request_hash = idem.fingerprint(None, request.get_json(silent=True)) if key else None
         loaded, token = clubs().create(body["name"], key, request_hash)

@@ -12,7 +12,7 @@ from ledger.api import lists
 from ledger.api.auth import authenticate, ledger, viewer_for
 from ledger.api.blueprint import Blueprint
 from ledger.api.writes import BODY_PARSER, write, write_response
-from ledger.app.contract import IdempotentResult
+from ledger.app.contract import IdempotentResult, VersionConflict
 from ledger.app.projector import Projection
 from ledger.app.service import token_hash
 from ledger.app.views import Viewer, table_view
@@ -45,12 +45,21 @@ class Tables(MethodView):
         only at shuffled tables; ante and dealer_ante are not both 0; a loo_penalty
         multiplier only in capped mode. Each refusal is a 422 naming the field and the rule.
         """
+        new_stream(body)
         seats = tuple((s["name"], s.get("bot")) for s in body["seats"])
         cmd = c.CreateTable(variant=body["variant"], scoring=body["scoring"], seats=seats,
                             first_dealer=body["first_dealer"], deal=body["deal"],
                             options=body["options"])
         table_id, tokens, p = create(cmd)
         return created(table_id, tokens, p, seats)
+
+
+def new_stream(body: dict[str, Any], stream: str = "new table") -> None:
+    """A creation's expected_version: the new stream is at version 0 (API.md Phase 2: every
+    write takes expected_version), so another value is a version conflict."""
+    expected = body.get("expected_version")
+    if expected not in (None, 0):
+        raise VersionConflict(stream, expected, 0)
 
 
 def create(cmd: c.CreateTable, scope: str | None = None,

@@ -232,3 +232,24 @@ def test_spectators_revoking_a_spectator_takes_expected_version_like_a_club_toke
         assert r.status_code == 204, r.get_json()
     assert club.view(t)["version"] == v + 1
     assert club.get(t, path="/spectators").get_json()["items"] == []
+
+
+def test_conventions_a_creation_takes_expected_version_the_new_stream_is_at_0(club: Club):
+    """API.md: writes accept expected_version (Phase 2: every write takes it); a client that
+    sends it on every write got 422 "unknown field" creating a table or a club. A new table
+    or club is at version 0: 0 creates it, another value is a 409 and creates nothing."""
+    body = {"seats": [{"name": "Ann"}, {"name": "Bob"}], "first_dealer": 0}
+    assert club.c.post("/v1/tables", json=body | {"expected_version": 0}).status_code == 201
+    assert club.c.post("/v1/tables", json=body | {"expected_version": None}).status_code == 201
+    club.problem(club.c.post("/v1/tables", json=body | {"expected_version": 3}), 409,
+                 "version_conflict")
+    club.problem(club.c.post("/v1/tables", json=body | {"expected_version": "0"}), 422)
+    made = club.c.post("/v1/clubs", json={"name": "Crown", "expected_version": 0})
+    assert made.status_code == 201, made.get_json()
+    r = club.c.post("/v1/clubs", json={"name": "Crown", "expected_version": 2})
+    assert "club is at version 0" in club.problem(r, 409, "version_conflict")["detail"]
+    lg = League(club)  # a club table's expected_version is the club's, as before
+    v = lg.get("").get_json()["version"]
+    r = club.c.post(lg.url("/tables"), json=body | {"expected_version": v},
+                    headers=lg.h(lg.scorer))
+    assert r.status_code == 201, r.get_json()
