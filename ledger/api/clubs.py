@@ -17,7 +17,7 @@ from ledger.api import feeds, lists
 from ledger.api import idempotency as idem
 from ledger.api.auth import ledger
 from ledger.api.blueprint import Blueprint
-from ledger.api.tables import create, created, new_stream
+from ledger.api.tables import create, created, location, new_stream
 from ledger.api.writes import BODY_PARSER
 from ledger.app.clubs import Clubs, Loaded
 from ledger.app.contract import VersionConflict
@@ -153,8 +153,8 @@ class ClubsResource(MethodView):
         key = idem.key()
         request_hash = idem.fingerprint(None, request.get_json(silent=True)) if key else None
         loaded, token = clubs().create(body["name"], key, request_hash)
-        return {"id": loaded.id, "name": loaded.club.name, "version": loaded.version,
-                "token": token}
+        return ({"id": loaded.id, "name": loaded.club.name, "version": loaded.version,
+                 "token": token}, 201, location(f"/v1/clubs/{loaded.id}"))
 
 
 @blp.route("/<club_id>")
@@ -226,7 +226,8 @@ class WebhooksResource(MethodView):
                                salt=salt, created_at=datetime.now(UTC).isoformat())
         loaded = _write(club_id, body, lambda club: cl.add_webhook(club, hook))
         secret = clubs().webhook_secret(club_id, wid, loaded.club.webhook(wid).salt)
-        return webhook_out(loaded.club.webhook(wid)) | {"secret": secret}
+        return (webhook_out(loaded.club.webhook(wid)) | {"secret": secret}, 201,
+                location(f"/v1/clubs/{club_id}/webhooks/{wid}"))
 
     @blp.doc(parameters=lists.params())
     @blp.response(200, ListOut)
@@ -280,7 +281,8 @@ class MembersResource(MethodView):
         mid = clubs().new_id("mem_", f"member|{club_id}", idem.key())
         loaded = _write(club_id, body, lambda club: cl.join(club, mid, body["name"],
                                                              body["external_id"]))
-        return member_out(loaded.club.member(mid))
+        return (member_out(loaded.club.member(mid)), 201,
+                location(f"/v1/clubs/{club_id}/members/{mid}"))
 
     @blp.doc(parameters=lists.params({"q": lists.TEXT, "archived": lists.BOOLEAN}))
     @blp.response(200, ListOut)
@@ -375,7 +377,8 @@ class ClubTablesResource(MethodView):
         table_id, tokens, p = create(cmd, scope=club_id)
         clubs().link_table(club_id, table_id, body["season"], members, p.table.opts.variant,
                            p.table.opts.scoring)
-        return created(table_id, tokens, p, seats, members)
+        return created(table_id, tokens, p, seats, members), 201, location(
+            f"/v1/tables/{table_id}")
 
     @blp.doc(parameters=lists.params({
         "status": lists.enum("playing", "finished", "closed"), "season": lists.TEXT,
@@ -455,7 +458,7 @@ class ImportResource(MethodView):
                            p.table.opts.variant, p.table.opts.scoring)
         names = tuple((n, None) for n in p.table.names)
         return created(table_id, tokens, p, names, (None,) * p.table.players,
-                       hands=len(the_plan.hands))
+                       hands=len(the_plan.hands)), 201, location(f"/v1/tables/{table_id}")
 
 
 def settled_hands(t: Any) -> int:

@@ -374,6 +374,12 @@ LINKS: dict[tuple[str, str], dict[str, Any]] = {
 }
 
 
+# Creations answered with a Location (where the new resource reads: RFC 9110 15.3.2).
+LOCATED = {"createTable": "the new table", "createClubTable": "the new table",
+           "importClubTables": "the new table", "createClub": "the new club",
+           "addMember": "the new member", "addWebhook": "the new webhook"}
+
+
 def document_links(api: Api) -> None:
     """operationIds on every operation, and `links` on the answers that name something a
     client goes on with: a created table (its id, admin and seat tokens) to its reads and
@@ -387,3 +393,8 @@ def document_links(api: Api) -> None:
                     links = LINKS.get((op["operationId"], str(status)))
                     if links:
                         response["links"] = links
+                    if str(status) == "201" and op["operationId"] in LOCATED:
+                        response.setdefault("headers", {})["Location"] = {
+                            "description": f"where {LOCATED[op['operationId']]} reads "
+                                           "(GET, a path on this server)",
+                            "schema": {"type": "string"}}

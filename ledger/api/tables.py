@@ -51,7 +51,12 @@ class Tables(MethodView):
                             first_dealer=body["first_dealer"], deal=body["deal"],
                             options=body["options"])
         table_id, tokens, p = create(cmd)
-        return created(table_id, tokens, p, seats)
+        return created(table_id, tokens, p, seats), 201, location(f"/v1/tables/{table_id}")
+
+
+def location(path: str) -> dict[str, str]:
+    """The Location of what a 201 created (RFC 9110 15.3.2): where to read it."""
+    return {"Location": path}
 
 
 def new_stream(body: dict[str, Any], stream: str = "new table") -> None:

@@ -253,3 +253,32 @@ def test_conventions_a_creation_takes_expected_version_the_new_stream_is_at_0(cl
     r = club.c.post(lg.url("/tables"), json=body | {"expected_version": v},
                     headers=lg.h(lg.scorer))
     assert r.status_code == 201, r.get_json()
+
+
+def test_a_creation_answers_201_with_the_location_of_what_it_made(club: Club,
+                                                                  monkeypatch: pytest.MonkeyPatch):
+    """RFC 9110 15.3.2: a 201 without Location says the request's own address is what was
+    created (/v1/tables, /v1/clubs/.../members). Each Location reads what the answer holds,
+    and the spec declares it."""
+    monkeypatch.setenv("LOO_WEBHOOK_ALLOW_PRIVATE", "1")
+    r = club.c.post("/v1/tables", json={"seats": [{"name": "Ann"}, {"name": "Bob"}]})
+    table = r.get_json()
+    assert r.headers["Location"] == f"/v1/tables/{table['id']}"
+    got = club.c.get(r.headers["Location"], headers=club.auth(table["admin_token"]))
+    assert got.get_json()["id"] == table["id"]
+    r = club.c.post("/v1/clubs", json={"name": "Crown"})
+    crown = r.get_json()
+    h = club.auth(crown["token"])
+    assert club.c.get(r.headers["Location"], headers=h).get_json()["id"] == crown["id"]
+    for path, body in (("/members", {"name": "Ann"}),
+                       ("/webhooks", {"url": "http://127.0.0.1:9/h", "events": ["*"]}),
+                       ("/tables", {"seats": [{"name": "Ann"}, {"name": "Bob"}]})):
+        r = club.c.post(f"/v1/clubs/{crown['id']}{path}", json=body, headers=h)
+        assert r.status_code == 201, r.get_json()
+        assert club.c.get(r.headers["Location"], headers=h).get_json()["id"] == \
+            r.get_json()["id"], path
+    spec = club.c.get("/openapi.json").get_json()
+    for path in ("/v1/tables", "/v1/clubs", "/v1/clubs/{club_id}/members",
+                 "/v1/clubs/{club_id}/webhooks", "/v1/clubs/{club_id}/tables",
+                 "/v1/clubs/{club_id}/tables/import"):
+        assert "Location" in spec["paths"][path]["post"]["responses"]["201"]["headers"], path
