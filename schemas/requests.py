@@ -168,7 +168,10 @@ class ActionIn(WriteIn):
     take_turn_up = StrictBoolean(load_default=False)
     discard = fields.List(TileField(), load_default=list)
     for_pool = StrictBoolean(load_default=False)
-    drawn = fields.List(TileField(), load_default=None, allow_none=True)
+    drawn = fields.List(TileField(), load_default=None, allow_none=True, metadata={
+        "description": "recorded tables: the tiles drawn on a miss (rule 4); left out, null "
+                       "or [] when the miss takes the whole boneyard (4 players, or the last "
+                       "miss), which the service then knows"})
     tiles = fields.List(TileField())
     tile = TileField()
     suit = fields.Integer(strict=True, load_default=None, allow_none=True,

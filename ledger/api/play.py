@@ -52,9 +52,10 @@ def to_action(body: dict[str, Any], seat: int) -> Action:
         if "choice" not in body:
             raise Invalid("invalid_action", 'a decision needs "choice": play, miss or drop',
                           field="choice")
+        # "drawn": [] names no tile, as "discard": [] does: the same as leaving it out (§4).
         drawn = body.get("drawn")
         return Decide(seat, body["choice"], body["take_turn_up"], tuple(body["discard"]),
-                      body["for_pool"], tuple(drawn) if drawn is not None else None)
+                      body["for_pool"], tuple(drawn) if drawn else None)
     if kind == "discard":
         if "tiles" not in body:
             raise Invalid("invalid_action", 'a discard needs "tiles"', field="tiles")

@@ -102,3 +102,50 @@ def test_seat_token_cannot_act_for_another_seat(club: Club, recorded: Table):
     r = club.act(recorded, {"type": "play", "tile": "1-3", "suit": 3, "seat": 1},
                  recorded.seats[2])
     club.problem(r, 403, "not_your_seat")
+
+
+def undecided(club: Club, players: int = 4) -> Table:
+    """A recorded table whose deal (DEAL's first seats) waits for its first decision."""
+    seats = [{"name": n} for n in ("Ann", "Bob", "Cat", "Dan")[:players]]
+    t = club.create(deal="recorded", first_dealer=0, seats=seats)
+    hands = {str(s): DEAL["hands"][str(s)] for s in range(players)}
+    r = club.start(t, {"hands": hands, "turn_up": DEAL["turn_up"]})
+    assert r.status_code == 200, r.get_json()
+    return t
+
+
+def test_s3_3_dealer_who_takes_the_turn_up_may_not_discard_it(club: Club):
+    """§3.3: once the dealer takes the turn-up, everyone knows he holds it until he plays it:
+    the tile he discards (§4) is one of his own five."""
+    t = undecided(club)
+    for seat in (1, 2, 3):
+        club.ok(t, {"type": "decide", "choice": "play"}, t.seats[seat])
+    offered = club.view(t, t.seats[0])["legal_actions"]
+    assert {b["discard"][0] for b in offered if b.get("take_turn_up")} == set(
+        DEAL["hands"]["0"])
+    body = {"type": "decide", "choice": "play", "take_turn_up": True, "discard": ["6-2"]}
+    j = club.problem(club.act(t, body, t.seats[0]), 422, "invalid_discard")
+    assert j["rule"] == "3.3" and j["type"].endswith("/docs/rules#rule-3.3")
+    assert "6-2" in j["detail"] and "own five" in j["detail"]
+    club.ok(t, body | {"discard": ["1-1"]}, t.seats[0])
+    hand = club.view(t)["hand"]
+    assert hand["turn_up_taken"] and "6-2" in hand["hands"]["0"] and "1-1" not in hand["hands"]["0"]
+
+
+def test_s4_recorded_four_player_miss_drawn_empty_is_the_same_as_omitted(club: Club):
+    """§4: with 4 players the miss takes all seven boneyard tiles, so the service knows the
+    draw: `"drawn": []` names no tile, like leaving `drawn` out (as `"discard": []` does)."""
+    t = undecided(club)
+    unseen = sorted(club.view(t)["hand"]["boneyard"])
+    r = club.ok(t, {"type": "decide", "choice": "miss", "drawn": []}, t.seats[1])
+    assert sorted(r["table"]["hand"]["hands"]["1"]) == unseen
+    assert r["table"]["hand"]["phase"] == "discarding"
+
+
+def test_s4_recorded_three_player_miss_drawn_empty_is_drawn_required(club: Club):
+    t = undecided(club, players=3)
+    r = club.act(t, {"type": "decide", "choice": "miss", "drawn": []}, t.seats[1])
+    j = club.problem(r, 422, "drawn_required")
+    assert j["rule"] == "4"
+    r = club.act(t, {"type": "decide", "choice": "play", "drawn": []}, t.seats[1])
+    assert r.status_code == 200, r.get_json()

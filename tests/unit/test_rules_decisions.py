@@ -323,6 +323,20 @@ def test_s4_turn_up_discard_is_one_tile_of_the_dealers_own():
     assert err.code == "turn_up_not_allowed"
 
 
+def test_s3_3_dealer_who_takes_the_turn_up_holds_it_until_he_plays_it():
+    """§4 says the turn-up joins the dealer's hand and he discards one tile; §3.3 says that
+    once he takes it everyone knows he holds it until he plays it. So the tile discarded is
+    one of his own five, never the turn-up itself (that would be a silent "play" that leaves
+    the table believing a trump is in his hand)."""
+    g = shuffled()  # dealer 0 holds 3-1 4-2 6-5 6-6 6-3; the turn-up is 5-1
+    for seat in (1, 2, 3):
+        g.decide(seat, "play")
+    assert Decide(0, "play", take_turn_up=True, discard=(T("5-1"),)) not in legal_actions(g.h, 0)
+    err = g.refuse(Decide(0, "play", take_turn_up=True, discard=(T("5-1"),)))
+    assert (err.code, err.rule) == ("invalid_discard", "3.3")
+    assert "5-1" in err.detail and "one of your own five" in err.detail
+
+
 def test_s4_no_turn_up_after_miss():
     g = shuffled(players=3)
     g.decide(1, "play")

@@ -90,6 +90,10 @@ def _check_turn_up(h: Hand, a: Decide) -> None:
     if len(a.discard) != 1:
         raise violation("invalid_discard", "4", "taking the turn-up, discard exactly one tile")
     (t,) = a.discard
+    if t == h.turn_up:
+        # §3.3: once taken, everyone knows he holds the turn-up until he plays it.
+        raise violation("invalid_discard", "3.3", f"the turn-up {NAMES[t]} stays in your "
+                        "hand until you play it: discard one of your own five tiles")
     if t not in h.hands[a.seat]:
         raise violation("tile_not_in_hand", "4", f"you do not hold {NAMES[t]}: "
                         "discard one of your own five tiles")
