@@ -11,6 +11,8 @@ shuffled and recorded deals) played through the API with the admin and the seat 
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import random
 from dataclasses import dataclass
 from itertools import combinations
@@ -272,6 +274,54 @@ def expected_winner(s: Setup, rec: dict[str, Any], before: list[int],
     return None
 
 
+# ---- the fair deal (API.md), written again from its text -------------------------------------
+
+def fair_order(seed_hex: str) -> list[str]:
+    """HMAC-SHA256 stream, rejection sampling, Fisher-Yates over the canonical order."""
+    seed, words, k = bytes.fromhex(seed_hex), [], 0
+
+    def uniform(n: int) -> int:
+        nonlocal k
+        while True:
+            if not words:
+                block = hmac.new(seed, k.to_bytes(8, "big"), hashlib.sha256).digest()
+                words.extend(int.from_bytes(block[i:i + 4], "big") for i in range(0, 32, 4))
+                k += 1
+            x = words.pop(0)
+            if x < 2**32 - (2**32 % n):
+                return x % n
+
+    items = [f"{b}-{a}" for a in range(7) for b in range(a, 7)]
+    for i in range(27, 0, -1):
+        j = uniform(i + 1)
+        items[i], items[j] = items[j], items[i]
+    return items
+
+
+def check_fair_deal(club: Club, t: Table, s: Setup, number: int, dealer: int) -> None:
+    """§3, §10: the revealed seed gives the deal, the turn-up, and every miss in order."""
+    events = [e for e in club.get(t, path="/events?limit=1000").get_json()["events"]
+              if e["hand"] == number]
+    data = {e["type"]: e["data"] for e in events}
+    order = fair_order(data["seed_revealed"]["seed"])
+    assert hashlib.sha256(bytes.fromhex(data["seed_revealed"]["seed"])).hexdigest() == \
+        data["hand_started"]["commitment"]
+    for k in range(s.players):
+        seat = (dealer + 1 + k) % s.players
+        assert sorted(data["tiles_dealt"]["hands"][str(seat)]) == sorted(order[5 * k:5 * k + 5])
+    assert data["trump_turned"]["tile"] == order[5 * s.players]
+    assert data["trump_turned"]["trump"] == ends(order[5 * s.players])[0]
+    # §3.3 the dealer exposes it; §9 Rounce: the player on the trump-holder's right
+    assert data["trump_turned"]["exposed_by"] == (
+        (dealer - 1) % s.players if s.variant == "rounce" else dealer)
+    boneyard = order[5 * s.players + 1:]
+    for e in events:
+        if e["type"] == "miss_drawn":  # §3.4: drawn in shuffled order, never a discard
+            n = len(e["data"]["tiles"])
+            assert e["data"]["tiles"] == boneyard[:n]
+            boneyard = boneyard[n:]
+
+
 # ---- the driver --------------------------------------------------------------------------
 
 def check_refused(r: Any, body: dict[str, Any]) -> None:
@@ -302,6 +352,12 @@ def play(club: Club, s: Setup) -> None:
     dealer = v0["dealer"]
     if s.first_dealer != "lots":
         assert dealer == s.first_dealer
+    else:  # §2 by lots: seat i draws item i of the seed's shuffle; the highest tile deals
+        (chosen,) = [e["data"] for e in club.get(t, path="/events").get_json()["events"]
+                     if e["type"] == "dealer_chosen"]
+        draws = fair_order(chosen["seed"])[:s.players]
+        assert chosen["draws"] == draws
+        assert dealer == max(range(s.players), key=lambda x: ends(draws[x]))
     books = Books(scores=[s.options["target"] if s.variant == "rounce" else 0] * s.players)
     for number in range(1, s.hands + 1):
         table = club.view(t)
@@ -324,11 +380,19 @@ def play(club: Club, s: Setup) -> None:
         else:
             raise AssertionError("the hand does not end")
         rec = club.get(t, path=f"/hands/{number}").get_json()
+        if s.deal == "shuffled":
+            check_fair_deal(club, t, s, number, dealer)
         check_tricks(s, rec)
         check_settlement(club, t, s, rec, books)
         dealer = (dealer + 1) % s.players  # §2: the deal passes to the left
     table = club.view(t)
     assert sum(x["balance"] for x in table["seats"]) + table["pool"] == 0  # §8.7
+    if s.scoring == "pool":  # §8.8: the players close the game; the pool is left over
+        if table["hand"]["phase"] == "complete":
+            assert table["pool"] == books.pool
+        r = club.post(t, "/close", {})
+        assert r.status_code == 200 and r.get_json()["leftover"] == table["pool"], r.get_json()
+        assert club.start(t).status_code == 422
 
 
 def step(club: Club, t: Table, s: Setup, v: View, served: list[dict[str, Any]],
@@ -338,8 +402,17 @@ def step(club: Club, t: Table, s: Setup, v: View, served: list[dict[str, Any]],
     legal = {key(b) for b in served}
     assert len(legal) == len(served)
     assert legal == oracle(v), (v.hand["phase"], legal ^ oracle(v))
-    mine = club.get(t, t.seats[seat]).get_json()["legal_actions"]
-    assert {key(b) for b in mine} == legal  # the seat's own token is offered the same
+    seen = club.get(t, t.seats[seat]).get_json()
+    assert {key(b) for b in seen["legal_actions"]} == legal  # the seat's token: the same
+    # §10: a seat sees its own tiles and the turn-up, never another hand, a discard or the
+    # boneyard (only how many tiles the others hold)
+    hand = seen["hand"]
+    assert hand["turn_up"] == v.hand["turn_up"] and "boneyard" not in hand
+    for other in range(s.players):
+        theirs, shown = v.hand["hands"][str(other)], hand["hands"][str(other)]
+        assert shown == (theirs if other == seat else {"count": len(theirs)})
+        if other != seat:
+            assert hand["discards"][str(other)] == {"count": len(v.hand["discards"][str(other)])}
     for other in range(s.players):
         if other != seat:
             assert club.get(t, t.seats[other]).get_json()["legal_actions"] == []
