@@ -46,6 +46,10 @@ def problem(status: int, code: str, title: str, detail: str, *, rule: str | None
     body.update({k: v for k, v in (extra or {}).items() if k not in body})
     resp = Response(json.dumps(body), status=status, mimetype=PROBLEM)
     resp.headers.update(headers or {})
+    if status == 401 and "WWW-Authenticate" not in resp.headers:
+        # RFC 9110 15.5.2: a 401 names the scheme it wants; RFC 6750 3: a bad token says so
+        resp.headers["WWW-Authenticate"] = 'Bearer error="invalid_token"' \
+            if code == "invalid_token" else "Bearer"
     return resp
 
 

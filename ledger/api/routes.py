@@ -126,7 +126,10 @@ def _problem(description: str, retry_after: bool = False) -> dict[str, Any]:
 
 PROBLEM_RESPONSES = {
     "UNAUTHORIZED": _problem("No bearer token, or one that opens nothing here "
-                             "(missing_token, invalid_token)"),
+                             "(missing_token, invalid_token)") | {"headers": {
+        "WWW-Authenticate": {"description": 'Bearer (with error="invalid_token" for a token '
+                                            "that opens nothing here)",
+                             "schema": {"type": "string"}}}},
     "FORBIDDEN": _problem("The token opens this resource but may not do this (admin_only, "
                           "read_only_token, not_your_seat, role_not_allowed, ...)"),
     "NOT_FOUND": _problem("No such table, club, hand or other resource"),

@@ -282,3 +282,19 @@ def test_a_creation_answers_201_with_the_location_of_what_it_made(club: Club,
                  "/v1/clubs/{club_id}/webhooks", "/v1/clubs/{club_id}/tables",
                  "/v1/clubs/{club_id}/tables/import"):
         assert "Location" in spec["paths"][path]["post"]["responses"]["201"]["headers"], path
+
+
+def test_conventions_a_401_names_the_bearer_scheme(club: Club):
+    """API.md: 401 no or bad token; RFC 9110 15.5.2: a 401 carries WWW-Authenticate (it had
+    none), here Bearer, with error="invalid_token" for a token that opens nothing (RFC 6750)."""
+    t = club.create(first_dealer=0)
+    lg = League(club)
+    for path in (f"/v1/tables/{t.id}", lg.url("/members")):
+        r = club.c.get(path)
+        club.problem(r, 401, "missing_token")
+        assert r.headers["WWW-Authenticate"] == "Bearer"
+        r = club.c.get(path, headers=club.auth("not-a-token"))
+        club.problem(r, 401, "invalid_token")
+        assert r.headers["WWW-Authenticate"] == 'Bearer error="invalid_token"'
+    spec = club.c.get("/openapi.json").get_json()
+    assert "WWW-Authenticate" in spec["components"]["responses"]["UNAUTHORIZED"]["headers"]
