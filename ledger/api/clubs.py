@@ -18,7 +18,7 @@ from ledger.api import idempotency as idem
 from ledger.api.auth import ledger
 from ledger.api.blueprint import Blueprint
 from ledger.api.tables import create, created, location, new_stream
-from ledger.api.writes import BODY_PARSER
+from ledger.api.writes import BODY_PARSER, storable
 from ledger.app.clubs import Clubs, Loaded
 from ledger.app.contract import VersionConflict
 from ledger.app.service import token_hash
@@ -441,7 +441,8 @@ class ImportResource(MethodView):
 
         expected = query_version().get("expected_version")
         try:
-            the_plan = plan(documents(io.BytesIO(request.get_data())))
+            the_plan = plan(storable(doc, f"line {n}") or (n, doc)
+                            for n, doc in documents(io.BytesIO(request.get_data())))
         except NotJson as err:  # API.md Conventions: 400 malformed JSON, naming the line
             raise BadRequest("malformed_json", str(err)) from None
         except VerifyError as err:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +17,7 @@ from ledger.app.projector import Projection
 from ledger.app.service import Outcome
 from ledger.app.views import Viewer, live_hand, redact, table_view
 from ledger.core import commands as c
-from ledger.core.errors import LedgerError
+from ledger.core.errors import Invalid, LedgerError
 
 Written = Outcome | IdempotentResult  # what a write appended, or the earlier run it repeats
 LATEST_RETRIES = 4  # writes without expected_version: fresh decisions after a lost race
@@ -33,6 +34,37 @@ class JsonBodyParser(FlaskParser):
             raise
         except (RecursionError, ValueError) as err:
             raise json.JSONDecodeError(f"unreadable JSON: {err}", "<body>", 0) from err
+
+    def parse(self, *args: Any, **kwargs: Any) -> Any:
+        """The body as its schema loaded it (a field's own checks first: a name's is a
+        validation_error), then every string of it checked to be storable."""
+        data = super().parse(*args, **kwargs)
+        storable(data)
+        return data
+
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable(data: Any, where: str = "") -> None:
+    """Every string of a body can be kept: JSON may carry a NUL ("\\u0000", which PostgreSQL
+    cannot store) or a lone surrogate ("\\ud800", which is no text UTF-8 can encode); either,
+    in a label, a reason, an external_id or a URL, was a 500. Refused as a 422 naming it.
+    (A loop, not recursion: a body nested as deep as the JSON parser allows is walked too.)"""
+    todo: list[tuple[Any, str]] = [(data, where)]
+    while todo:
+        item, at = todo.pop()
+        if isinstance(item, str):
+            if _UNSTORABLE.search(item):
+                named = at.encode("ascii", "backslashreplace").decode() or "the body"
+                raise Invalid("invalid_text", f"{named}: text may not hold a NUL character or "
+                              "a lone surrogate (\\u0000, \\ud800-\\udfff)", field=named)
+        elif isinstance(item, dict):
+            for k, v in item.items():
+                inner = f"{at}.{k}" if at else str(k)
+                todo += ((v, inner), (k, inner))
+        elif isinstance(item, list):
+            todo += ((v, f"{at}[{i}]") for i, v in enumerate(item))
 
 
 BODY_PARSER = JsonBodyParser()

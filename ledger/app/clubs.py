@@ -78,7 +78,7 @@ class Clubs:
     def load(self, club_id: str, up_to_version: int | None = None) -> Loaded:
         """The club now, or as it was at `up_to_version` (the answer to an earlier write)."""
         stored = self.store.load(club_id, up_to_version=up_to_version) \
-            if club_id.startswith(PREFIX) else []
+            if club_id.startswith(PREFIX) and "\x00" not in club_id else []
         if not stored or stored[0].type != "club_created":
             raise NotFound("club_not_found", f"no club {club_id!r}")
         return Loaded(club_id, cl.replay(decode(s) for s in stored), stored[-1].version)

@@ -132,7 +132,9 @@ class Ledger:
     def load(self, table_id: str) -> Projection:
         """The table folded to its latest version (incrementally, from a per-process cache)."""
         base = self._cache.get(table_id)
-        stored = self.store.load(table_id, after_version=base.version if base else 0)
+        # No id holds a NUL (PostgreSQL cannot even be asked for one): such a table is unknown.
+        stored = self.store.load(table_id, after_version=base.version if base else 0) \
+            if "\x00" not in table_id else []
         if base is None and (not stored or stored[0].type != "table_created"):
             raise NotFound("table_not_found", f"no table {table_id!r}")
         p = project(stored, base) if stored else base

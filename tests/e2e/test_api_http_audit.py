@@ -298,3 +298,64 @@ def test_conventions_a_401_names_the_bearer_scheme(club: Club):
         assert r.headers["WWW-Authenticate"] == 'Bearer error="invalid_token"'
     spec = club.c.get("/openapi.json").get_json()
     assert "WWW-Authenticate" in spec["components"]["responses"]["UNAUTHORIZED"]["headers"]
+
+
+# ---- Conventions: never a 500 for anything a client can send --------------------------------
+
+@pytest.mark.parametrize("text", ["a\u0000b", "\ud800", "x\udfffy"])
+def test_conventions_text_no_record_can_keep_is_a_422_never_a_500(
+        club: Club, text: str, monkeypatch: pytest.MonkeyPatch):
+    """A NUL ("\\u0000": PostgreSQL cannot store it) or a lone surrogate (no UTF-8 encodes
+    it) in a token label, an external_id, a spectator label, a void reason or a webhook URL
+    was a 500 (the surrogate on SQLite too). Refused as a 422 naming the field; nothing
+    changes."""
+    monkeypatch.setenv("LOO_WEBHOOK_ALLOW_PRIVATE", "1")
+    from tests.e2e.test_api_clubs import RESULT_A
+
+    lg = League(club)
+    t = lg.table([lg.member(n) for n in ("Ann", "Bob", "Cat", "Dan")], deal="results")
+    assert club.start(t, {"result": RESULT_A}).status_code == 200
+    before = (lg.get("").get_json()["version"], club.view(t)["version"])
+    for path, body, field in (
+            (lg.url("/tokens"), {"role": "viewer", "label": text}, "label"),
+            (lg.url("/members"), {"name": "Eve", "external_id": text}, "external_id"),
+            (lg.url("/webhooks"), {"url": f"http://127.0.0.1:9/{text}", "events": ["*"]},
+             "url"),
+            (lg.url("/webhooks"), {"url": "http://127.0.0.1:9/h", "events": [text]},
+             "events[0]"),
+            (f"/v1/tables/{t.id}/spectators", {"label": text}, "label"),
+            (f"/v1/tables/{t.id}/hands/1/void", {"reason": text}, "reason")):
+        r = club.c.post(path, json=body, headers=lg.h(lg.owner))
+        assert club.problem(r, 422, "invalid_text")["field"] == field
+    # a name's own check comes first, as before; an unknown field is refused as unknown
+    for body in ({"seats": [{"name": text}, {"name": "B"}]},
+                 {"seats": [{"name": "A"}, {"name": "B"}], text: 1}):
+        club.problem(club.c.post("/v1/tables", json=body), 422, "validation_error")
+    assert (lg.get("").get_json()["version"], club.view(t)["version"]) == before
+
+
+def test_conventions_an_imported_file_with_text_no_record_can_keep_is_a_422(club: Club):
+    """The same for a loo-hh file: a seat name holding a NUL was imported and its table
+    written, a 500 on PostgreSQL."""
+    from tests.e2e.test_api_clubs import RESULT_A
+
+    lg = League(club)
+    t = lg.table([lg.member(n) for n in ("Ann", "Bob", "Cat", "Dan")], deal="results")
+    assert club.start(t, {"result": RESULT_A}).status_code == 200
+    doc = club.c.get(f"/v1/tables/{t.id}/hands/1/history", headers=lg.h(lg.viewer)).get_json()
+    doc["table"]["seats"][0]["name"] = "A\u0000nn"
+    r = club.c.post(lg.url("/tables/import"), json=doc, headers=lg.h(lg.scorer))
+    assert club.problem(r, 422, "invalid_text")["field"] == "line 1.table.seats[0].name"
+    assert len(lg.get("/tables").get_json()["items"]) == 1
+
+
+def test_conventions_an_id_holding_a_nul_is_unknown_not_a_500(club: Club):
+    """/v1/tables/%00 and /v1/clubs/club_%00 were 500s on PostgreSQL (it cannot be asked
+    for a string holding a NUL): no table or club has such an id, so 404."""
+    t = club.create(first_dealer=0)
+    lg = League(club)
+    for path, code in (("/v1/tables/%00", "table_not_found"),
+                       ("/v1/tables/a%00b/events", "table_not_found"),
+                       ("/v1/clubs/club_%00", "club_not_found"),
+                       ("/v1/clubs/club_%00/members", "club_not_found")):
+        club.problem(club.c.get(path, headers=lg.h(t.admin)), 404, code)
