@@ -23,7 +23,7 @@ def viewer_for(p: Projection) -> Viewer:
     if scheme.lower() != "bearer" or not token.strip():
         raise Unauthorized("missing_token", "send Authorization: Bearer <token> "
                            "(the admin or a seat token of this table)")
-    digest = token_hash(token.strip())
+    digest = token_digest(token.strip())
     tokens = p.table.tokens or {}
     # Constant-time comparisons against every token, so timing reveals nothing.
     admin = hmac.compare_digest(digest, tokens.get("admin", ""))
@@ -49,6 +49,15 @@ def viewer_for(p: Projection) -> Viewer:
         if role == "viewer":
             return Viewer(admin=False, spectator=True)
     raise Unauthorized("invalid_token", "this token does not open this table")
+
+
+def token_digest(token: str) -> str:
+    """The token's hash as stored (SHA-256, hex), computed once a request: the rate limiter
+    keys a token's budget by it too."""
+    cached = g.get("loo_token_digest")
+    if cached is None or cached[0] != token:
+        cached = g.loo_token_digest = (token, token_hash(token))
+    return cached[1]
 
 
 def authenticate(table_id: str, admin_only: bool = False) -> Viewer:

@@ -8,6 +8,7 @@ import hmac
 import itertools
 import logging
 import os
+import random
 import secrets
 import threading
 import time
@@ -271,7 +272,9 @@ class Ledger:
 
     def _decide(self, p: Projection, cmd: c.Command) -> tuple[list[ev.Event], str]:
         """The command's events on `p`, and the causation of those no earlier event causes."""
-        cause = f"command:{uuid.uuid4().hex}"
+        # Unique, not secret: random's generator (reseeded after fork) rather than uuid4,
+        # whose os.urandom lets go of the GIL on every request (ledger/observe.py).
+        cause = f"command:{random.getrandbits(128):032x}"
         if isinstance(cmd, c.Act):
             events = handlers.act(p, cmd)
         elif isinstance(cmd, c.StartHand):

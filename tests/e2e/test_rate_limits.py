@@ -149,6 +149,60 @@ def test_a_redis_that_stops_answering_does_not_fail_requests(tmp_path: Any) -> N
         container.close()
 
 
+def test_redis_back_after_an_outage_holds_the_counters_again(tmp_path: Any) -> None:
+    """Counted in memory while Redis is down; once it answers (looked at again every
+    RECHECK seconds) the counters are Redis's again, shared with every other process."""
+    from dataclasses import replace
+
+    from tests.integration.redis_server import RedisServer
+
+    server = RedisServer()  # not started yet: down from the first request
+    container = bootstrap(Settings(database_url=f"sqlite:///{tmp_path}/loo.db"))
+    # The limiter's counters in that Redis; jobs stay in-process.
+    container = replace(container, settings=replace(container.settings, redis_url=server.url,
+                                                    queue_name="loo-rl-back"))
+    try:
+        app = create_app(container, {"LOO_RATE_LIMIT_CREATE_ADDRESS": "2/minute"})
+        limiter = app.extensions["loo_limiter"]
+        limiter.RECHECK = 0.0  # look again at every request while it is down
+        c = app.test_client()
+        assert c.post("/v1/tables", json={"seats": SEATS}).status_code == 201
+        assert limiter.down
+        server.start()
+        assert c.post("/v1/tables", json={"seats": SEATS}).status_code == 201
+        assert not limiter.down
+        keys = [k.decode() for k in redis.Redis.from_url(server.url).keys("*loo-rl-back*")]
+        assert any("address:127.0.0.1" in k and "/create/" in k for k in keys), keys
+        # Redis counted one of the two: a second process sharing it may create one more.
+        other = create_app(container, {"LOO_RATE_LIMIT_CREATE_ADDRESS": "2/minute"})
+        assert other.test_client().post("/v1/tables", json={"seats": SEATS}).status_code == 201
+        assert_429(c.post("/v1/tables", json={"seats": SEATS}))
+    finally:
+        container.close()
+        server.remove()
+
+
+def test_a_variable_with_several_limits_refuses_on_the_one_spent(limited: Any) -> None:
+    app = limited(LOO_RATE_LIMIT_CREATE_ADDRESS="50/minute;2/hour")
+    c = app.test_client()
+    assert [c.post("/v1/tables", json={"seats": SEATS}).status_code
+            for _ in range(2)] == [201, 201]
+    body = assert_429(r := c.post("/v1/tables", json={"seats": SEATS}))
+    assert "LOO_RATE_LIMIT_CREATE_ADDRESS: 50/minute;2/hour per address" in body["detail"]
+    assert 60 < int(r.headers["Retry-After"]) <= 3600  # the hour's window, not the minute's
+
+
+def test_unknown_paths_are_not_counted(limited: Any) -> None:
+    app = limited(LOO_RATE_LIMIT_READ_ADDRESS="2/minute")
+    c = app.test_client()
+    for _ in range(5):
+        assert c.get("/v1/nowhere").status_code == 404
+    t = c.post("/v1/tables", json={"seats": SEATS}).get_json()
+    auth = {"Authorization": f"Bearer {t['admin_token']}"}
+    assert [c.get(f"/v1/tables/{t['id']}", headers=auth).status_code
+            for _ in range(3)] == [200, 200, 429]
+
+
 # ---- behind a proxy: X-Forwarded-For counts only when the operator trusts proxies ----------
 PROXY = {"REMOTE_ADDR": "10.0.0.2"}  # every request arrives from the proxy's address
 
