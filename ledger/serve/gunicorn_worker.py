@@ -157,6 +157,12 @@ class BalancedThreadWorker(ThreadWorker):  # type: ignore[misc]
         self.held_back = False  # by balance alone: look again soon
         self.reading: dict[TConn, tuple[bytearray, float]] = {}  # (bytes so far, deadline)
         self.read_seconds = read_seconds()
+        # gunicorn's heartbeat to the arbiter (a utimensat of the worker's temp file) was
+        # sent at every turn of the loop, about twice a request; once a second will do (the
+        # arbiter kills a worker silent for `timeout` seconds, 30 by default).
+        timeout = float(self.cfg.timeout or 0)
+        self.notify_every = min(1.0, timeout / 4) if timeout > 0 else 1.0
+        self._next_notify = 0.0
 
     def init_process(self) -> None:
         if self.counts is not None and not self.counts.claim():
@@ -166,6 +172,12 @@ class BalancedThreadWorker(ThreadWorker):  # type: ignore[misc]
         # fails there.
         gunicorn_util.write_error = write_problem
         super().init_process()
+
+    def notify(self) -> None:
+        now = time.monotonic()
+        if now >= self._next_notify:
+            self._next_notify = now + self.notify_every
+            super().notify()
 
     def set_accept_enabled(self, enabled: bool) -> None:
         enabled = enabled and self.in_flight < self.cfg.threads
@@ -210,31 +222,44 @@ class BalancedThreadWorker(ThreadWorker):  # type: ignore[misc]
             return
         self.poller.unregister(client)  # a keep-alive connection's next request
         self.keepalived_conns.remove(conn)
-        self._read_request(conn)
+        # Readable now: a request of a few KB is usually whole already, and goes to a
+        # thread without another turn of the loop (two epoll_ctl and an epoll_wait less).
+        self._read_request(conn, readable=True)
 
-    def _read_request(self, conn: Any) -> None:
-        conn.sock.setblocking(False)
+    def _read_request(self, conn: Any, readable: bool = False) -> None:
+        if conn.sock.getblocking():  # (a keep-alive connection is non-blocking already)
+            conn.sock.setblocking(False)
         self.reading[conn] = (bytearray(), time.monotonic() + self.read_seconds)
+        if readable and self._take(conn):
+            return
         self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._on_bytes, conn))
 
     def _on_bytes(self, conn: Any, _client: Any) -> None:
+        self._take(conn, registered=True)
+
+    def _take(self, conn: Any, registered: bool = False) -> bool:
+        """Read what has arrived; True once reading is over: the request is whole (handed
+        to a thread) or the client went away (closed)."""
         buf, _deadline = self.reading[conn]
         try:
             chunk = conn.sock.recv(65536)
         except (BlockingIOError, InterruptedError):
-            return
+            return False
         except OSError:
             chunk = b""
         if not chunk:  # the client went away before its request was whole
             self._forget(conn)
-            return
+            return True
         buf += chunk
-        if request_arrived(buf):
+        if not request_arrived(buf):
+            return False
+        if registered:
             self.poller.unregister(conn.sock)
-            del self.reading[conn]
-            conn.prebuffered = bytes(buf)
-            conn.data_ready = True
-            self.enqueue_req(conn)
+        del self.reading[conn]
+        conn.prebuffered = bytes(buf)
+        conn.data_ready = True
+        self.enqueue_req(conn)
+        return True
 
     def _forget(self, conn: Any) -> None:
         try:
@@ -276,8 +301,7 @@ class BalancedThreadWorker(ThreadWorker):  # type: ignore[misc]
         buf = getattr(conn, "prebuffered", None)
         if buf:
             conn.prebuffered = None
-            conn.sock.setblocking(True)
-            conn.init()
+            conn.init()  # (the parser; gunicorn's handle makes the socket blocking next)
             conn.parser.unreader.unread(buf)
         return super().handle(conn)
 

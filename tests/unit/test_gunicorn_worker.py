@@ -230,3 +230,84 @@ def test_a_request_has_arrived_once_its_head_and_announced_body_have():
     big = f"POST / HTTP/1.1\r\nContent-Length: {BUFFER_BODY_MAX + 1}\r\n\r\n".encode()
     assert request_arrived(big)
     assert request_arrived(b"GET / HTTP/1.1\r\nX: " + b"a" * HEAD_MAX)
+
+
+class KeptAlive:
+    """A keep-alive connection (a socket pair's server end) as the worker holds it."""
+
+    def __init__(self) -> None:
+        self.sock, self.client = socket.socketpair()
+        self.sock.setblocking(False)  # as gunicorn leaves a kept-alive connection
+        self.prebuffered: bytes | None = None
+        self.data_ready = False
+        self.closed = False
+
+    def close(self, graceful: bool = False) -> None:
+        self.closed = True
+        self.sock.close()
+        self.client.close()
+
+
+def _keepalive_worker() -> tuple[Any, KeptAlive]:
+    import collections
+
+    w, listener = _worker(threads=2)
+    w.listener = listener  # closed by the test
+    w.cfg.is_ssl = False
+    conn = KeptAlive()
+    w.nr_conns = 1
+    w.keepalived_conns = collections.deque([conn])
+    w.poller.registered.add(conn.sock)
+    return w, conn
+
+
+def test_a_kept_alive_request_already_whole_goes_to_a_thread_in_the_same_turn():
+    w, conn = _keepalive_worker()
+    try:
+        request = b"POST /v1/tables/t/actions HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}"
+        conn.client.sendall(request)
+        w.on_client_socket_readable(conn, conn.sock)
+        # Handed over at once: not registered again to wait for what has already come.
+        assert len(w.tpool.futures) == 1 and w.in_flight == 1
+        assert conn.prebuffered == request and conn.sock not in w.poller.registered
+        assert conn not in w.reading and not w.keepalived_conns
+    finally:
+        conn.close()
+        w.listener.close()
+
+
+def test_a_kept_alive_request_not_yet_whole_waits_on_the_loop_for_the_rest():
+    w, conn = _keepalive_worker()
+    try:
+        conn.client.sendall(b"POST /v1/tables/t/actions HTTP/1.1\r\nContent-Le")
+        w.on_client_socket_readable(conn, conn.sock)
+        assert not w.tpool.futures and conn.sock in w.poller.registered and conn in w.reading
+        conn.client.sendall(b"ngth: 2\r\n\r\n{}")
+        w._on_bytes(conn, conn.sock)  # the loop's callback once the rest is readable
+        assert len(w.tpool.futures) == 1 and conn.sock not in w.poller.registered
+        assert conn.prebuffered is not None and conn.prebuffered.endswith(b"\r\n\r\n{}")
+        # A client that goes away before its request is whole is closed and forgotten.
+        w2, gone = _keepalive_worker()
+        gone.client.close()
+        w2.on_client_socket_readable(gone, gone.sock)
+        assert gone.closed and not w2.tpool.futures and w2.nr_conns == 0
+        w2.listener.close()
+    finally:
+        conn.close()
+        w.listener.close()
+
+
+def test_the_heartbeat_to_the_arbiter_is_sent_at_most_once_a_second(monkeypatch):
+    from ledger.serve import gunicorn_worker
+
+    w, listener = _worker(threads=2)
+    listener.close()
+    beats: list[float] = []
+    w.tmp = SimpleNamespace(notify=lambda: beats.append(now[0]))
+    w.notify_every, w._next_notify = 1.0, 0.0
+    now = [100.0]
+    monkeypatch.setattr(gunicorn_worker.time, "monotonic", lambda: now[0])
+    for step in range(30):  # 3 s of turns of the loop, every 0.1 s
+        now[0] = 100.0 + step / 10
+        w.notify()
+    assert beats == [100.0, 101.0, 102.0]
