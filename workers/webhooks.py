@@ -1,10 +1,13 @@
 """Webhook delivery jobs (ledger/app/webhooks.py does the work).
 
 - RQ: every commit of a club enqueues `for_club(club_id)` (one job id per club, so a burst
-  of moves queues one job), which enqueues `deliver(club_id, webhook_id)` per endpoint (job
-  id per endpoint). A failed attempt schedules the same job at its retry time (rq's
-  scheduler, `loo worker` runs it); `sweep` (the worker's reconciler) enqueues every
-  endpoint again, so an event committed while a run was finishing is never left behind.
+  of moves queues one job), which makes sure each endpoint has a `deliver(club_id,
+  webhook_id)` job that has not started yet (`wake`): one queued already reads the new
+  events; while one runs (it may be past its last read) the next is enqueued to follow it
+  (rq's depends_on: enqueued when the running one ends, atomically with its end). A failed
+  attempt schedules the same job at its retry time (rq's scheduler, `loo worker` runs it);
+  `sweep` (the worker's reconciler) enqueues every endpoint again (what a dead worker or
+  Redis outage left owed).
 - Embedded default: `InlineWebhooks` runs the very same `deliver` in this process, on a
   few threads of its own (never the request's), with a timer for each due retry.
 """
@@ -45,12 +48,67 @@ def _live(led: Ledger, club_id: str) -> list[str]:
 
 
 def for_club(club_id: str, *, ledger: Ledger | None = None) -> int:
-    """RQ: enqueue the delivery job of each of the club's endpoints."""
+    """RQ: make sure each of the club's endpoints has a delivery job yet to start (`wake`)."""
     led = _ledger(ledger)
     ids = _live(led, club_id)
     for wid in ids:
-        led.dispatcher.enqueue(JOB_DELIVER, club_id, wid, job_id=f"webhook:{wid}")  # type: ignore[union-attr]
+        wake(led.dispatcher, club_id, wid)
     return len(ids)
+
+
+# An endpoint's delivery jobs take turns between two ids, so that the next run can wait for
+# the one running under the other (rq refuses a second job under the id of a live one).
+RUN_IDS = ("webhook:{}", "webhook-next:{}")
+
+
+def wake(dispatcher: Any, club_id: str, webhook_id: str) -> None:
+    """After a commit: a delivery run of the endpoint that starts after it, so it reads it.
+
+    A queued (or deferred, or scheduled) run will; a running one may be past its last read,
+    so the next run is enqueued to follow it (depends_on: rq enqueues it as the running one
+    ends, or at once if it has ended meanwhile). Without this an event committed just after
+    a run's last read waited for the next commit or the reconciler's sweep."""
+    first = RUN_IDS[0].format(webhook_id)
+    queue = getattr(dispatcher, "queue", None)
+    if queue is None:  # not RQ (tests' inline dispatcher): one job, run at once
+        dispatcher.enqueue(JOB_DELIVER, club_id, webhook_id, job_id=first)
+        return
+    import redis
+
+    try:
+        _wake_rq(dispatcher, queue, club_id, webhook_id)
+    except redis.RedisError as err:  # the reconciler's sweep enqueues it again
+        log.error("webhook %s: no delivery job enqueued (%s)", webhook_id, err)
+
+
+def _wake_rq(dispatcher: Any, queue: Any, club_id: str, webhook_id: str) -> None:
+    from rq.job import JobStatus
+
+    from workers.queue import RETRY_INTERVALS, RETRY_MAX, forget, rq_job_id
+
+    ids = [rq_job_id(pattern.format(webhook_id)) for pattern in RUN_IDS]
+    jobs = [queue.fetch_job(jid) for jid in ids]
+    states = [job.get_status(refresh=False) if job is not None else None for job in jobs]
+    if any(s in (JobStatus.QUEUED, JobStatus.DEFERRED, JobStatus.SCHEDULED) for s in states):
+        return  # a run that has not started yet reads everything committed so far
+    running = [i for i, s in enumerate(states) if s == JobStatus.STARTED]
+    if not running:
+        dispatcher.enqueue(JOB_DELIVER, club_id, webhook_id,
+                           job_id=RUN_IDS[0].format(webhook_id))
+        return
+    if len(running) == 2:
+        return  # two runs at once: one holds no lease and looks again within BUSY_AGAIN
+    free = 1 - running[0]
+    if jobs[free] is not None:
+        forget(jobs[free])  # ended: its id is taken again
+    from rq import Retry
+    from rq.job import Dependency
+
+    # allow_failure: a run that raised (the store down) is followed all the same.
+    queue.enqueue(JOB_DELIVER, club_id, webhook_id, job_id=ids[free],
+                  depends_on=Dependency(ids[running[0]], allow_failure=True),
+                  retry=Retry(max=RETRY_MAX, interval=RETRY_INTERVALS),
+                  description=f"{JOB_DELIVER}{(club_id, webhook_id)!r} after {ids[running[0]]}")
 
 
 def deliver(club_id: str, webhook_id: str, *, ledger: Ledger | None = None) -> str:

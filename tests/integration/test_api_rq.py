@@ -194,3 +194,63 @@ def test_webhooks_are_delivered_by_rq_jobs_in_order(
         assert len(receiver.got) == len(expected)  # nothing sent twice
     finally:
         receiver.stop()
+
+
+def test_an_event_committed_just_after_a_delivery_runs_last_read_is_delivered_next(
+        db_url: str, store: EventStore, queue: Any, worker_ledger: Ledger,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The race: a delivery run has read everything owed (its last read found nothing) when
+    an event commits, and that commit's for_club job runs on another worker before the run
+    has ended (so RQ still holds the run's job as started and refuses a duplicate). The next
+    run follows the running one (it is enqueued as that ends) and delivers the event, in
+    order, once, without waiting for another commit or the reconciler's sweep."""
+    from tests.e2e.test_api_webhooks import Receiver
+    from workers.webhooks import for_club, rq_trigger
+
+    monkeypatch.setenv("LOO_WEBHOOK_ALLOW_PRIVATE", "1")
+    dispatcher = RqDispatcher(queue)
+    led = Ledger(store, dispatcher)
+    led.on_club_commit = rq_trigger(dispatcher)
+    worker_ledger.on_club_commit = rq_trigger(worker_ledger.dispatcher)
+    container = Container(Settings(database_url=db_url, queue_name=queue.name), store, queue,
+                          dispatcher, led)
+    app = create_app(container)
+    app.config["TESTING"] = True
+    c = app.test_client()
+    receiver = Receiver().start()
+    try:
+        club = c.post("/v1/clubs", json={"name": "Race"}).get_json()
+        auth = {"Authorization": f"Bearer {club['token']}"}
+        made = c.post(f"/v1/clubs/{club['id']}/webhooks", headers=auth,
+                      json={"url": receiver.url, "events": ["*"]})
+        assert made.status_code == 201, made.get_json()
+        c.post(f"/v1/clubs/{club['id']}/members", headers=auth, json={"name": "Ann"})
+        drain(queue)
+        assert [json.loads(b)["type"] for _, b in receiver.got] == ["member_joined"]
+
+        # The hook: the next delivery run's read that finds nothing owed is followed, before
+        # the run ends, by a commit whose for_club job runs at once (another worker's).
+        real_read_all = worker_ledger.store.read_all
+        fired: list[int] = []
+
+        def read_all(after_position: int = 0, limit: int = 1000) -> list[Any]:
+            page = real_read_all(after_position=after_position, limit=limit)
+            if not page and not fired:
+                led.on_club_commit = lambda cid: fired.append(for_club(cid, ledger=led))
+                r = c.post(f"/v1/clubs/{club['id']}/members", headers=auth,
+                           json={"name": "Bob"})
+                assert r.status_code == 201, r.get_json()
+                assert fired == [1]  # for_club ran (and found the endpoint's run started)
+            return page
+
+        monkeypatch.setattr(worker_ledger.store, "read_all", read_all)
+        c.post(f"/v1/clubs/{club['id']}/members", headers=auth, json={"name": "Cat"})
+        drain(queue)  # Cat's delivery run, during which Bob commits; then what follows it
+        names = [json.loads(b)["data"].get("name") for _, b in receiver.got]
+        assert names == ["Ann", "Cat", "Bob"], names
+        feed = c.get(f"/v1/clubs/{club['id']}/events?limit=500", headers=auth).get_json()
+        since = next(e["position"] for e in feed["events"] if e["type"] == "webhook_added")
+        assert [json.loads(b)["position"] for _, b in receiver.got] == [
+            e["position"] for e in feed["events"] if e["position"] > since]
+    finally:
+        receiver.stop()
