@@ -41,8 +41,10 @@ def event_json(s: Any) -> dict[str, Any]:
             "recorded_at": s.recorded_at, "hash": s.hash, "prev_hash": s.prev_hash}
 
 
-def actions_of(events: Sequence[ev.Event], ordered: bool) -> list[Action]:
-    """The seats' actions that produced a hand's events (what a scorer would have sent)."""
+def actions_of(events: Sequence[ev.Event], ordered: bool,
+               play: Callable[[int, int, int | None], Any] = Play) -> list[Action]:
+    """The seats' actions that produced a hand's events (what a scorer would have sent);
+    `play(seat, tile, suit)` makes each play's."""
     out: list[Action] = []
     i, n = 0, len(events)
     played, decided, discarded = ev.TilePlayed, ev.PlayerDecided, ev.TilesDiscarded
@@ -50,7 +52,7 @@ def actions_of(events: Sequence[ev.Event], ordered: bool) -> list[Action]:
         e = events[i]
         kind = type(e)  # the event classes are final: a type test per event, plays first
         if kind is played:
-            out.append(Play(e.seat, e.tile, e.suit))  # type: ignore[union-attr]
+            out.append(play(e.seat, e.tile, e.suit))  # type: ignore[union-attr]
         elif kind is decided:
             assert isinstance(e, ev.PlayerDecided)
             discard: tuple[int, ...] = ()
@@ -76,6 +78,20 @@ def action_json(a: Action) -> dict[str, Any]:
     return {"seat": a.seat, **a.body()}
 
 
+def _actions(decoded: Sequence[ev.Event], ordered: bool) -> list[dict[str, Any]]:
+    """`action_json` of each of `actions_of`, the plays (most of them) written straight from
+    their events (tests/unit/test_history.py holds the two equal)."""
+    return [a if type(a) is dict else action_json(a)  # type: ignore[arg-type]
+            for a in actions_of(decoded, ordered, play=_play_json)]
+
+
+def _play_json(seat: int, tile: int, suit: int | None) -> dict[str, Any]:
+    """action_json(Play(seat, tile, suit)), without the Play."""
+    if suit is None:
+        return {"seat": seat, "type": "play", "tile": NAMES[tile]}
+    return {"seat": seat, "type": "play", "tile": NAMES[tile], "suit": suit}
+
+
 def complete(events: Sequence[Any]) -> bool:
     """A hand is exported once it is complete and settled."""
     return any(s.type == "hand_settled" for s in events)
@@ -94,9 +110,8 @@ def _document(table_id: str, before: tb.Table, stored: Sequence[Any],
     """hand_document, given the decoded events and the table after them."""
     h = t.hand
     assert h is not None
-    first: dict[type, Any] = {}  # the first event of each type, in one pass
-    for e in decoded:
-        first.setdefault(type(e), e)
+    # The first event of each type, in one pass (the later ones are overwritten).
+    first: dict[type, Any] = {type(e): e for e in reversed(decoded)}
     started: ev.HandStarted = first[ev.HandStarted]
     dealt: ev.TilesDealt | None = first.get(ev.TilesDealt)
     turned: ev.TrumpTurned | None = first.get(ev.TrumpTurned)
@@ -123,21 +138,21 @@ def _document(table_id: str, before: tb.Table, stored: Sequence[Any],
         "turn_up": NAMES[turned.tile] if turned else None,
         "trump": turned.trump if turned else None,
         # results hands have no moves: their decisions and tricks are the result
-        "actions": [action_json(a) for a in actions_of(decoded, h.ordered)]
-        if started.mode != "results" else [],
+        "actions": _actions(decoded, h.ordered) if started.mode != "results" else [],
         "tricks": [{"trick": i + 1, "leader": tr.leader, "suit": tr.suit,
                     "plays": [{"seat": s, "tile": NAMES[x]} for s, x in tr.plays],
                     "winner": tr.winner} for i, tr in enumerate(h.tricks)],
         "result": result,
-        "voided": any(s.type == "hand_voided" for s in stored),
+        "voided": ev.HandVoided in first,
         "before": {"pool": before.pool, "balances": {str(s): b for s, b in
                                                       enumerate(before.balances)},
                    "scores": {str(s): b for s, b in enumerate(before.scores)}},
     }
     book = chip_ledger(stored, n, decoded)
     if opts.scoring == "pool":
-        hand["transfers"] = [{k: x[k] for k in ("hand", "version", "from", "to", "amount",
-                                                "reason")} for x in book["transfers"]]
+        hand["transfers"] = [{"hand": x["hand"], "version": x["version"], "from": x["from"],
+                              "to": x["to"], "amount": x["amount"], "reason": x["reason"]}
+                             for x in book["transfers"]]
     else:
         hand["scores"] = []
         for s in stored:
@@ -184,6 +199,7 @@ def table_history(table_id: str, load: Callable[[int, int], Sequence[Any]], up_t
     Each event is decoded once; a hand is folded in one batch.
     """
     by_version = {cp["version"]: cp for cp in checkpoints}
+    memo: dict[tuple[Any, ...], ev.Event] = {}
     t = tb.replay([])
     current: list[Any] = []
     number = 0
@@ -198,7 +214,7 @@ def table_history(table_id: str, load: Callable[[int, int], Sequence[Any]], up_t
                 current.append(s)
                 continue
             if current:  # the hand is over: its file, and the table after it
-                doc, t = _finish(table_id, t, current, by_version, numbers(number))
+                doc, t = _finish(table_id, t, current, by_version, numbers(number), memo)
                 if doc is not None:
                     yield doc
                 current = []
@@ -209,15 +225,46 @@ def table_history(table_id: str, load: Callable[[int, int], Sequence[Any]], up_t
                 t = tb.evolve(t, e)
         after = page[-1].version
     if current:
-        doc, t = _finish(table_id, t, current, by_version, numbers(number))
+        doc, t = _finish(table_id, t, current, by_version, numbers(number), memo)
         if doc is not None:
             yield doc
 
 
+# Events whose data are a few scalars recur across hands (a play is a seat, a tile, a trick
+# and a suit): decoded once per export and shared (events are frozen values).
+MEMO = 20_000  # decoded events kept per export at most
+_SCALAR = frozenset({"tile_played", "player_decided", "stake_posted", "player_looed",
+                     "turn_up_taken", "penalty_assessed", "trump_turned"})
+
+
+def _decode_all(stored: Sequence[Any], memo: dict[tuple[Any, ...], ev.Event] | None = None,
+                ) -> list[ev.Event]:
+    """decode() of each event; those of _SCALAR types through `memo` (by type and data)."""
+    if memo is None:
+        return [decode(s) for s in stored]
+    out = []
+    for s in stored:
+        if s.type in _SCALAR:
+            key = (s.type, *s.data.items())
+            try:
+                e = memo.get(key)
+            except TypeError:  # a value that is not a scalar after all
+                e = key = None
+            if e is None:
+                e = decode(s)
+                if key is not None and len(memo) < MEMO:
+                    memo[key] = e
+            out.append(e)
+        else:
+            out.append(decode(s))
+    return out
+
+
 def _finish(table_id: str, before: tb.Table, stored: list[Any],
             checkpoints: dict[int, dict[str, Any]], wanted: bool,
+            memo: dict[tuple[Any, ...], ev.Event] | None = None,
             ) -> tuple[dict[str, Any] | None, tb.Table]:
-    decoded = [decode(s) for s in stored]
+    decoded = _decode_all(stored, memo)
     after = tb.replay(decoded, before)
     if not wanted or not complete(stored):
         return None, after

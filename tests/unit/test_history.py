@@ -248,3 +248,25 @@ def test_import_refuses_junk_naming_the_line():
         plan(documents(junk))
     with pytest.raises(NotJson, match="line 1: not JSON"):  # malformed: the API's 400
         plan(documents(io.BytesIO(random.Random(3).randbytes(1 << 20))))
+
+
+@pytest.mark.parametrize("game", GAMES, ids=["-".join(map(str, g)) for g in GAMES])
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32))
+def test_the_exports_shortcuts_give_what_the_plain_decode_and_actions_give(game, seed):
+    """The export decodes recurring events once (shared: they are frozen) and writes plays
+    straight from their events: the same events and the same actions as the plain way."""
+    from ledger.app.history import _actions, _decode_all, action_json, actions_of
+    from ledger.app.projector import decode
+
+    led, tid = play(*game, seed=seed, hands=4)
+    stored = led.store.load(tid)
+    memo: dict[Any, Any] = {}
+    twice = _decode_all(stored, memo) + _decode_all(stored, memo)  # the second from memo
+    assert twice == [decode(s) for s in stored] * 2
+    assert memo, "some events were shared"
+    for number in {s.hand for s in stored if s.hand is not None}:
+        decoded = [decode(s) for s in stored if s.hand == number]
+        for ordered in (False, True):
+            assert _actions(decoded, ordered) == [action_json(a)
+                                                  for a in actions_of(decoded, ordered)]
