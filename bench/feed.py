@@ -109,10 +109,13 @@ def _receiver(latencies: list[float]) -> Any:
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, as a receiver behind any proxy answers
+
         def do_POST(self) -> None:  # noqa: N802
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
             latencies.append(time.time() - _ts(json.loads(body)["recorded_at"]))
             self.send_response(204)
+            self.send_header("Content-Length", "0")
             self.end_headers()
 
         def log_message(self, *args: Any) -> None:

@@ -1,9 +1,9 @@
 """Server-Sent Events for the table and club feeds (API.md Feeds).
 
 `Accept: text/event-stream` on `GET /v1/tables/{id}/events` or `GET /v1/clubs/{id}/events`
-answers a stream: `id: <position>`, `event: <type>`, `data: <the JSON feed's event>`, and
-`event: checkpoint` frames after each settled hand. Resume with `Last-Event-ID` (or
-`?after=<position>`).
+answers a stream: `id: <position>`, `event: <type>`, `data: <the JSON feed's event>`; the
+event that ends a settled hand carries its signed `checkpoint`, as in the JSON feed. Resume
+with `Last-Event-ID` (or `?after=<position>`).
 
 Serving model: a stream holds one request thread for its whole life (gthread, or the
 threaded development server), so a process serves at most LOO_SSE_MAX_STREAMS streams at
@@ -42,9 +42,9 @@ LAST_EVENT_ID = {
 SSE_CONTENT = {"schema": {"type": "string"},
                "example": "id: 42\nevent: tile_played\ndata: {\"version\": 17, ...}\n\n"}
 SSE_NOTE = ("With Accept: text/event-stream: Server-Sent Events, `id: <position>`, `event: "
-            "<type>`, `data: <the event as in the JSON feed>`; `event: checkpoint` after each "
-            "settled hand; a comment line every 15 s when idle. The stream ends after a "
-            "while: reconnect with Last-Event-ID.")
+            "<type>`, `data: <the event as in the JSON feed>` (the event that ends a settled "
+            "hand carries its signed `checkpoint`); a comment line every 15 s when idle. The "
+            "stream ends after a while: reconnect with Last-Event-ID.")
 
 
 def document(spec: dict[str, Any]) -> None:

@@ -9,8 +9,9 @@ data_version`. Without a live watch it polls every `poll` seconds (LOO_FEED_POLL
 the recent events in memory and wakes every stream waiting on them: a hundred listeners cost
 one query per commit, not a hundred. A stream first catches up from the store itself (from
 its Last-Event-ID), then follows the hub; when it has fallen behind what the hub still holds
-it reads the store again. Live events are rendered once per feed and view (`Hub.frames`) and
-the frames shared by every stream of that feed and view.
+it reads the store again. Live events are rendered once per feed and view (`Hub.frames`), by
+the hub itself before it wakes the streams, and the frames shared by every stream of that
+feed and view: a stream woken only joins bytes made for it and writes them.
 
 Order and exactly-once: the hub follows `read_all`, which never skips an event committed
 behind a later position (the store's high-water mark), and a stream's cursor is the last
@@ -29,6 +30,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
@@ -44,7 +46,9 @@ log = logging.getLogger(__name__)
 PAGE = 1000  # events per store read
 # Events after which a stream checks that its token still opens it (revoked: it ends).
 REVOKING = frozenset({"token_revoked", "spectator_revoked"})
-CHECKPOINT_WAIT = 2.0  # seconds a settled head's checkpoint may trail its event
+# Seconds after its commit within which a settled head without its checkpoint yet is signed
+# by the reader that meets it (attach_checkpoints).
+CHECKPOINT_FRESH = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +69,7 @@ class Hub:
     # than it saved them time); the first commit after a quiet spell is read at once.
     GAP = 0.02
     SCOPES = 64  # (source, viewer) scopes whose frames are kept
+    RENDER_IDLE = 10.0  # seconds a scope no stream asked for is still rendered ahead
     TRIM = 1024  # frames a scope keeps (up to twice as many before the old ones go)
 
     def __init__(self, store: EventStore, poll: float = 0.05, keep: int = 20_000) -> None:
@@ -84,6 +89,8 @@ class Hub:
         self._frames: OrderedDict[Any, dict[int, bytes]] = OrderedDict()
         self._scope_locks: dict[Any, threading.Lock] = {}
         self._frames_lock = threading.Lock()
+        # How each scope's streams select and render (`render_for`), and when last asked.
+        self._renderers: dict[Any, tuple[Callable[..., Any], Callable[..., Any], float]] = {}
 
     # ---- listeners -------------------------------------------------------------------------
     def subscribe(self) -> None:
@@ -133,6 +140,8 @@ class Hub:
                 time.sleep(max(self.poll, 0.5))
                 continue
             if page:
+                if self._renderers:
+                    self._prerender(page)
                 with self._cond:
                     self._events.extend(page)
                     self._positions.extend(s.position for s in page)
@@ -144,6 +153,26 @@ class Hub:
                     self._cond.notify_all()
             if len(page) < PAGE:
                 self._idle(watch, seen)
+
+    def _prerender(self, page: Sequence[StoredEvent]) -> None:
+        """Render the new events' frames of every scope streams follow, before waking them:
+        a stream then finds its frames made and only joins them (the fifty streams of one
+        scope in a process otherwise queued on its lock, one after the other, every batch)."""
+        now = time.monotonic()
+        for scope, (select, build, used) in list(self._renderers.items()):
+            if now - used > self.RENDER_IDLE:
+                self._renderers.pop(scope, None)  # no stream asked for a while
+                continue
+            try:
+                self.frames(scope, select(page), build)
+            except Exception:  # noqa: BLE001 - the streams render it themselves then
+                log.exception("feed hub: rendering the frames of %r failed", scope)
+
+    def render_for(self, scope: Any, select: Callable[[Sequence[StoredEvent]], Any],
+                   build: Callable[[Sequence[StoredEvent]], list[tuple[int, bytes]]]) -> None:
+        """A stream of `scope` follows live: the hub renders the scope's frames of each batch
+        it reads (`select` and `build` as in `frames`) until no stream asks for a while."""
+        self._renderers[scope] = (select, build, time.monotonic())
 
     def _idle(self, watch: Watch | None, seen: int) -> None:
         """Wait for the next commit: woken by the store's watch when it has one (a commit of
@@ -198,6 +227,12 @@ class Hub:
         rendered once for all the streams of that scope: a hundred screens on one club cost
         one rendering of each event, not a hundred. `build` renders the events not yet
         rendered, giving (position, frame) for those the scope shows."""
+        cache = self._frames.get(scope)
+        if cache is not None:  # rendered already (ahead, by the hub): no lock to queue on
+            try:
+                return b"".join([cache[s.position] for s in events])
+            except (KeyError, RuntimeError):  # not all of them, or trimmed meanwhile
+                pass
         with self._frames_lock:
             lock = self._scope_locks.get(scope)
             if lock is None:
@@ -298,12 +333,12 @@ class TableSource:
         if not mine:
             return []
         out = table_events(self.ledger, self.table_id, mine, self.viewer,
-                           wait=CHECKPOINT_WAIT)
+                           fresh=CHECKPOINT_FRESH)
         return [(s.position, s.type, e) for s, e in zip(mine, out, strict=True)]
 
 
 def table_events(ledger: Ledger, table_id: str, stored: Sequence[StoredEvent],
-                 viewer: Viewer, wait: float = 0.0,
+                 viewer: Viewer, fresh: float = CHECKPOINT_FRESH,
                  live: int | None | bool = False) -> list[dict[str, Any]]:
     """A table's events as the feeds serve them to `viewer`: redacted while their hand is
     live (as the table is now, unless `live` gives its live hand), and the end of each
@@ -316,7 +351,7 @@ def table_events(ledger: Ledger, table_id: str, stored: Sequence[StoredEvent],
             p = ledger.load(table_id)
         live = live_hand(p.table)
     out = [redact(s, viewer, live) for s in stored]  # type: ignore[arg-type]
-    attach_checkpoints(ledger, table_id, stored, out, wait)
+    attach_checkpoints(ledger, table_id, stored, out, fresh)
     return out
 
 
@@ -349,7 +384,7 @@ class ClubSource:
 
     def render_selected(self, mine: Sequence[StoredEvent],
                         ) -> list[tuple[int, str, dict[str, Any]]]:
-        docs = club_feed(self.ledger, self.club_id, mine, wait=CHECKPOINT_WAIT)
+        docs = club_feed(self.ledger, self.club_id, mine, fresh=CHECKPOINT_FRESH)
         return [(s.position, s.type, d) for s, d in zip(mine, docs, strict=True)]
 
 
@@ -357,7 +392,7 @@ SPECTATOR = Viewer(admin=False, spectator=True)
 
 
 def club_feed(ledger: Ledger, club_id: str, stored: Sequence[StoredEvent],
-              wait: float = 0.0) -> list[dict[str, Any]]:
+              fresh: float = CHECKPOINT_FRESH) -> list[dict[str, Any]]:
     """Events of a club's feed (its own stream and its tables'), as a spectator sees them,
     each with `stream`, in the order given."""
     by_table: dict[str, list[int]] = {}
@@ -367,7 +402,7 @@ def club_feed(ledger: Ledger, club_id: str, stored: Sequence[StoredEvent],
     out: list[dict[str, Any]] = [club_event(s) if s.table_id == club_id else {}
                                  for s in stored]
     for table_id, idx in by_table.items():
-        docs = table_events(ledger, table_id, [stored[i] for i in idx], SPECTATOR, wait)
+        docs = table_events(ledger, table_id, [stored[i] for i in idx], SPECTATOR, fresh)
         for i, d in zip(idx, docs, strict=True):
             out[i] = d | {"stream": table_id}
     return out
@@ -391,34 +426,35 @@ def _origin(url: str) -> str:
 
 
 def attach_checkpoints(ledger: Ledger, table_id: str, stored: Sequence[StoredEvent],
-                       out: list[dict[str, Any]], wait: float) -> None:
+                       out: list[dict[str, Any]], fresh: float = CHECKPOINT_FRESH) -> None:
     """Give the event that ends a hand's settlement its checkpoint (`checkpoint`).
 
-    Checkpoints are saved right after the append that settles a hand, so a live stream may
-    meet the event a moment before its checkpoint: it waits up to `wait` seconds for it. A
-    process that died between the two leaves none; the next hand's covers the chain then.
+    The writer saves a checkpoint right after the append that settles a hand, so a reader
+    may meet the event a moment before its checkpoint (under load tens of ms, with SQLite's
+    busy waits hundreds: the writer queues for the store again). A head committed within
+    `fresh` seconds whose checkpoint is not saved yet gets the one its writer is saving,
+    signed here (Ledger.checkpoint: the same bytes), instead of the reader waiting for it
+    and holding every later event back meanwhile. An older head without one is left so (its
+    writer died: the next hand's covers the chain); a reader never signs the past.
     """
     ends = [i for i, s in enumerate(stored) if s.type in SETTLEMENT_ENDS]
     if not ends:
         return
-    deadline = time.monotonic() + wait
-    while True:
-        found = {cp["version"]: cp for cp in ledger.checkpoints(table_id)}
-        missing = []
-        for i in ends:
-            cp = found.get(stored[i].version)
-            if cp is not None:
-                out[i]["checkpoint"] = cp
-            else:
-                missing.append(i)
-        if not missing or time.monotonic() >= deadline:
-            return
+    found = {cp["version"]: cp for cp in ledger.checkpoints(table_id)}
+    now = time.time()  # recorded_at is the store's wall clock, not the ledger's
+    for i in ends:
+        s = stored[i]
+        cp = found.get(s.version)
         # Only the last event of a settlement gets one: a hand_settled followed by game_won
-        # waits for nothing (the settlement and game_won are appended together).
-        ends = [i for i in missing if _is_head(ledger, stored[i])]
-        if not ends:
-            return
-        time.sleep(0.01)  # the writer saves it right after its commit: soon
+        # (appended together) gets none.
+        if cp is None and now - _unix(s.recorded_at) < fresh and _is_head(ledger, s):
+            cp = ledger.checkpoint(table_id, s)
+        if cp is not None:
+            out[i]["checkpoint"] = cp
+
+
+def _unix(recorded_at: str) -> float:
+    return datetime.fromisoformat(recorded_at).timestamp()
 
 
 def _is_head(ledger: Ledger, s: StoredEvent) -> bool:
@@ -490,6 +526,7 @@ def _shared_frames(source: SharedSource, hub: Hub, events: Sequence[StoredEvent]
     def build(batch: Sequence[StoredEvent]) -> list[tuple[int, bytes]]:
         return [(p, sse_frame(p, k, d, dumps)) for p, k, d in source.render_selected(batch)]
 
+    hub.render_for(source.scope, source.select, build)
     return hub.frames(source.scope, source.select(events), build)
 
 

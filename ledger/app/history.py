@@ -36,9 +36,15 @@ def schema() -> dict[str, Any]:
 
 def event_json(s: Any) -> dict[str, Any]:
     """A stored event with everything its hash covers, and the hash."""
-    return {"table_id": s.table_id, "version": s.version, "position": s.position,
-            "type": s.type, "hand": s.hand, "data": s.data, "causation": s.causation,
-            "recorded_at": s.recorded_at, "hash": s.hash, "prev_hash": s.prev_hash}
+    return events_json((s,))[0]
+
+
+def events_json(stored: Sequence[Any]) -> list[dict[str, Any]]:
+    """`event_json` of each (in one comprehension: a hand's hundred events, every export)."""
+    return [{"table_id": s.table_id, "version": s.version, "position": s.position,
+             "type": s.type, "hand": s.hand, "data": s.data, "causation": s.causation,
+             "recorded_at": s.recorded_at, "hash": s.hash, "prev_hash": s.prev_hash}
+            for s in stored]
 
 
 def actions_of(events: Sequence[ev.Event], ordered: bool,
@@ -174,7 +180,7 @@ def _document(table_id: str, before: tb.Table, stored: Sequence[Any],
         "table": {"id": table_id, "variant": opts.variant, "scoring": opts.scoring,
                   "deal": opts.deal, "options": opts.to_dict(), "seats": seats},
         "hand": hand,
-        "events": [event_json(s) for s in stored],
+        "events": events_json(stored),
     }
     if checkpoint is not None:
         doc["checkpoint"] = checkpoint

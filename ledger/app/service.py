@@ -456,10 +456,17 @@ class Ledger:
         append and this keeps its events; the next hand's checkpoint covers them).
         """
         for head in settled_heads(stored):
-            cp = self.signer.sign(table_id, head.version, head.hash)
-            # Not signed: where the feed places it (right after the event it names).
-            cp["position"] = head.position
-            self.store.save_checkpoint(table_id, head.version, cp)
+            self.store.save_checkpoint(table_id, head.version, self.checkpoint(table_id, head))
+
+    def checkpoint(self, table_id: str, head: StoredEvent) -> dict[str, Any]:
+        """The signed checkpoint naming `head`, the last event of a hand's settlement. Its
+        `at` is the head's recorded_at, so every process signing one head signs the same
+        bytes (Ed25519 is deterministic): a feed that meets the head before its writer has
+        saved the checkpoint serves the very one the writer saves (ledger/app/feed.py)."""
+        cp = self.signer.sign(table_id, head.version, head.hash, at=head.recorded_at)
+        # Not signed: where the feed places it (right after the event it names).
+        cp["position"] = head.position
+        return cp
 
     def checkpoints(self, table_id: str, up_to_version: int | None = None) -> list[dict[str, Any]]:
         """The table's checkpoints, oldest first."""

@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from ledger.app.feed import CHECKPOINT_WAIT, PAGE, club_feed
+from ledger.app.feed import PAGE, club_feed
 from ledger.app.service import Ledger
 from ledger.core import club as cl
 from ledger.core.errors import Invalid, NotFound
@@ -349,7 +349,7 @@ def deliver(ledger: Ledger, club: cl.Club, club_id: str, webhook_id: str,
                 if beat.lost.is_set():
                     lost = True  # another run took the endpoint over: stop here
                     return Run(delivered, state="busy")
-                doc = club_feed(ledger, club_id, [s], wait=CHECKPOINT_WAIT)[0]
+                doc = club_feed(ledger, club_id, [s])[0]
                 body = orjson.dumps(doc)
                 msg_id = f"msg_{webhook_id}_{s.position}"
                 stamp = int(now())

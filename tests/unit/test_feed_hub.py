@@ -139,3 +139,35 @@ def test_a_scopes_frames_are_bounded_and_rendered_again_when_let_go() -> None:
     assert built == list(range(1, 51))  # each rendered once while kept
     assert hub.frames("scope", events[:2], build) == b"1;2;"  # let go: rendered again
     assert built[-2:] == [1, 2]
+
+
+def test_the_hub_renders_a_followed_scopes_frames_before_it_wakes_the_streams() -> None:
+    """A stream of a scope the hub renders ahead finds its frames made: it queues on no
+    scope lock and renders nothing (the fifty streams of one club in a process did, one
+    after the other, every batch)."""
+    store = MemoryStore()
+    hub = Hub(store, poll=0.005)
+    hub.subscribe()
+    floor = hub.snapshot_floor(5)
+    assert floor is not None
+    renderers: list[str] = []
+
+    def build(batch: Sequence[StoredEvent]) -> list[tuple[int, bytes]]:
+        renderers.append(threading.current_thread().name)
+        return [(s.position, b"f%d\n" % s.position) for s in batch]
+
+    hub.render_for("scope", lambda events: [s for s in events if s.table_id == "a"], build)
+    _writer(store, 20)
+    got: list[StoredEvent] = []
+    deadline = time.monotonic() + 10
+    while len(got) < 20 and time.monotonic() < deadline:
+        got += hub.wait(got[-1].position if got else floor, 1.0) or []
+    hub.unsubscribe()
+    assert len(got) == 20
+
+    def refuse(batch: Sequence[StoredEvent]) -> list[tuple[int, bytes]]:
+        raise AssertionError(f"rendered again: {[s.position for s in batch]}")
+
+    mine = [s for s in got if s.table_id == "a"]
+    assert hub.frames("scope", mine, refuse) == b"".join(b"f%d\n" % s.position for s in mine)
+    assert renderers and set(renderers) == {"loo-feed-hub"}
