@@ -218,7 +218,7 @@ def candidates(h: Hand, seat: int) -> list[Action]:
         for choice in ("play", "miss", "drop", "pass"):
             for for_pool in (False, True):
                 out.append(Decide(seat, choice, for_pool=for_pool))
-                for t in hand + [outsider]:
+                for t in hand + [outsider, h.turn_up]:  # §3.3: never the turn-up itself
                     out.append(Decide(seat, choice, take_turn_up=True, discard=(t,),
                                       for_pool=for_pool))
                 out.append(Decide(seat, choice, discard=(hand[0],)))
