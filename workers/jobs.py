@@ -6,12 +6,21 @@ The embedded default calls the very same functions in-process.
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ledger.app.service import Ledger
 
 log = logging.getLogger(__name__)
+
+
+# An RQ job goes on with a long all-bot run (a batch of MAX_STEPS steps, one append each)
+# for this long before it hands the rest to a fresh job. A fresh job may land on another
+# worker, whose cached table is then behind by the whole batch and must read and fold it
+# again (about a fifth more CPU per hand, measured with bench/profile_workers.py --cold);
+# this long, it still leaves other tables' jobs little to wait for.
+RUN_SECONDS = 0.5
 
 
 def advance(table_id: str, expected_version: int, *, ledger: Ledger | None = None) -> str:
@@ -29,7 +38,7 @@ def advance(table_id: str, expected_version: int, *, ledger: Ledger | None = Non
 
     # The id of the request that caused this job (its meta), on the job's log lines.
     with bound((job.meta or {}).get("request_id")):
-        result = _advance(led, table_id, expected_version)
+        result = _advance(led, table_id, expected_version, RUN_SECONDS)
         log.info("job %s: table %s from version %d: %s", job.id, table_id, expected_version,
                  result)
         return result
@@ -41,8 +50,18 @@ def _current_job() -> Any:
     return get_current_job()
 
 
-def _advance(led: Ledger, table_id: str, expected_version: int) -> str:
-    result = led.advance(table_id, expected_version)
+def _advance(led: Ledger, table_id: str, expected_version: int,
+             run_seconds: float = 0.0) -> str:
+    """`led.advance`, batch after batch while `run_seconds` last (in-process: one batch,
+    the caller's thread is a request's); then the rest is handed to a fresh job."""
+    deadline = time.monotonic() + run_seconds
+    result = led.advance(table_id, expected_version, hand_over=run_seconds <= 0)
+    while result == "more":
+        p = led.cached(table_id) or led.load(table_id)  # the version the batch reached
+        if time.monotonic() >= deadline:
+            led.dispatch(table_id, p)
+            return "continued"
+        result = led.advance(table_id, p.version, hand_over=False)
     if result == "stale" and _is_retry():
         # "Stale" trusts whoever moved the table to carry on, but a failed earlier attempt
         # of this very job may have made the moves (a connection lost after some appends)

@@ -39,11 +39,11 @@ from rq.job import Job
 from rq.scheduler import RQScheduler
 from rq.scripts import acquire_or_refresh_lock
 from rq.utils import current_timestamp, now
-from rq.worker import WorkerStatus
 
 log = logging.getLogger(__name__)
 
 HEARTBEAT_SECONDS = 3  # a running job's execution is extended this often
+WORKER_BEAT_SECONDS = 1  # the worker's own registration (it lives WORKER_TTL + 60 s)
 EXECUTION_TTL = 12  # seconds a started job's execution lives past its last heartbeat
 WORKER_TTL = 20  # rq's worker_ttl: an idle worker blocks on the queue for 5 s at a time
 MAINTENANCE_SECONDS = 1  # whole seconds: rq gives it to Redis as a lock time
@@ -60,7 +60,8 @@ SCHEDULER_LOCK_SECONDS = 3
 
 
 class LooWorker(SimpleWorker):
-    """rq's SimpleWorker with its job's execution heartbeated while the job runs."""
+    """rq's SimpleWorker with its job's execution heartbeated while the job runs, and its
+    own registration heartbeated at most every WORKER_BEAT_SECONDS."""
 
     # Redis gone: try again every second (rq backs off up to a minute), so a worker takes
     # jobs again within a second of Redis coming back.
@@ -71,35 +72,82 @@ class LooWorker(SimpleWorker):
         kwargs.setdefault("job_monitoring_interval", HEARTBEAT_SECONDS)
         super().__init__(*args, **kwargs)
         self.stop_signalled = False
+        self._beater: _Beater | None = None
+        self._registration_beat = -float("inf")
 
     def get_heartbeat_ttl(self, job: Job, working_time: float = 0.0) -> int:
         """The execution's time to live: short, because it is extended while the job runs
         (SimpleWorker's default, the job timeout + 60 s, assumes nobody heartbeats)."""
         return EXECUTION_TTL
 
+    def heartbeat(self, timeout: int | None = None, pipeline: Any = None) -> None:
+        """The worker's registration (rq: HSET and two EXPIREs). rq's loop sends it three
+        times per job, each command its own round trip, though it lives worker_ttl + 60 s:
+        at most once per WORKER_BEAT_SECONDS here, in one round trip. (Those rq puts in a
+        pipeline with the job's own bookkeeping still go out each time.)"""
+        if pipeline is not None:
+            super().heartbeat(timeout, pipeline=pipeline)
+            return
+        at = time.monotonic()
+        if timeout is None and at - self._registration_beat < WORKER_BEAT_SECONDS:
+            return
+        with self.connection.pipeline(transaction=False) as pipe:
+            super().heartbeat(timeout, pipeline=pipe)
+            pipe.execute()
+        self._registration_beat = at
+
     def execute_job(self, job: Job, queue: Queue) -> None:
+        # rq's SimpleWorker ends with set_state(IDLE), a round trip its loop repeats at once.
         execution = self.prepare_execution(job)
-        stop = threading.Event()
-        beat = threading.Thread(target=self._beat, args=(job, execution, stop),
-                                name="loo-heartbeat", daemon=True)
-        beat.start()
+        if self._beater is None:
+            self._beater = _Beater(self)
+        self._beater.running(job, execution)
         try:
             self.perform_job(job, queue, execution)
         finally:
-            stop.set()
-            beat.join()
-        self.set_state(WorkerStatus.IDLE)
-
-    def _beat(self, job: Job, execution: Any, stop: threading.Event) -> None:
-        while not stop.wait(self.job_monitoring_interval):
-            try:
-                self.maintain_heartbeats(job, execution)
-            except redis.RedisError as err:
-                log.warning("job %s: heartbeat not sent (%s)", job.id, err)
+            self._beater.ended()
 
     def request_stop(self, signum: Any, frame: Any) -> None:
         self.stop_signalled = True  # SIGTERM / SIGINT: `loo worker` ends after this run
         super().request_stop(signum, frame)
+
+
+class _Beater:
+    """One thread per worker (rather than one per job) that extends the running job's
+    execution every job_monitoring_interval seconds, as rq's forking worker does for its
+    work horse. A beat holds the lock: `ended` returns once none is in flight, so no beat
+    follows the job's end."""
+
+    def __init__(self, worker: LooWorker) -> None:
+        self.worker = worker
+        self._cond = threading.Condition()
+        self._job: tuple[Job, Any] | None = None
+        self._due = 0.0
+        threading.Thread(target=self._loop, name="loo-heartbeat", daemon=True).start()
+
+    def running(self, job: Job, execution: Any) -> None:
+        with self._cond:
+            self._job = (job, execution)
+            self._due = time.monotonic() + self.worker.job_monitoring_interval
+            self._cond.notify()
+
+    def ended(self) -> None:
+        with self._cond:
+            self._job = None
+
+    def _loop(self) -> None:
+        with self._cond:
+            while True:
+                wait = self._due - time.monotonic()
+                if self._job is None or wait > 0:
+                    self._cond.wait(None if self._job is None else wait)
+                    continue
+                job, execution = self._job
+                try:
+                    self.worker.maintain_heartbeats(job, execution)
+                except redis.RedisError as err:
+                    log.warning("job %s: heartbeat not sent (%s)", job.id, err)
+                self._due = time.monotonic() + self.worker.job_monitoring_interval
 
 
 class _Dequeued(IntermediateQueue):

@@ -549,14 +549,15 @@ class Ledger:
         return "acted"
 
     def advance(self, table_id: str, expected_version: int,
-                max_steps: int = MAX_STEPS) -> str:
+                max_steps: int = MAX_STEPS, hand_over: bool = True) -> str:
         """Settle hands and play consecutive bot turns until a person must act.
 
         Every step is decided on the table the step before left and all of them are
         appended together, in one transaction: a job moves the table all the way or, if it
         dies or loses a race, not at all. Returns "stale" (the table moved: whoever moved it
         carries on), "idle" (nothing to do, or done) or "continued" (a long all-bot run
-        handed to a fresh job after `max_steps` steps).
+        handed to a fresh job after `max_steps` steps; with `hand_over` False, "more": the
+        caller goes on from the version reached, as the job does while its time lasts).
         """
         p = self.load(table_id)
         if p.version != expected_version:
@@ -576,5 +577,7 @@ class Ledger:
             if new:
                 self.schedule_timer(table_id, after, _unix(stored[-1].recorded_at))
             return "idle"
+        if not hand_over:
+            return "more"
         self.dispatch(table_id, after)  # long all-bot run: hand over to a fresh job
         return "continued"

@@ -211,3 +211,33 @@ def test_a_job_rq_cannot_delete_does_not_abort_the_reconcile_pass(
     monkeypatch.setattr(worker_ledger, "dispatch", dispatch)
     done = reconcile.reconcile(worker_ledger)
     assert (done.waiting, done.failed) == (3, 1) and done.enqueued == 2
+
+
+def _advance_jobs(queue: Any) -> list[Any]:
+    ids = queue.finished_job_registry.get_job_ids() + queue.failed_job_registry.get_job_ids()
+    return [j for j in (queue.fetch_job(i) for i in ids)
+            if j is not None and j.func_name == JOB_ADVANCE]
+
+
+@pytest.mark.parametrize("run_seconds, one_job", [(60.0, True), (0.0, False)])
+def test_a_long_all_bot_run_goes_on_in_its_job_while_its_time_lasts(
+        store: EventStore, queue: Any, worker_ledger: Ledger, monkeypatch: pytest.MonkeyPatch,
+        run_seconds: float, one_job: bool) -> None:
+    """An RQ job plays a long all-bot run batch after batch (MAX_STEPS steps, one append
+    each) while RUN_SECONDS last, so the run stays on the worker whose cache holds the
+    table; then it hands the rest to a fresh job. Either way every hand is played once."""
+    from workers import jobs
+
+    monkeypatch.setattr(jobs, "RUN_SECONDS", run_seconds)
+    ledger = Ledger(store, RqDispatcher(queue), seeds=seeded(31))
+    hands = 40  # about 1,000 steps: three batches or more
+    table_id, _, _ = ledger.create_table(four_bots(auto_deal=True, max_hands=hands))
+    drain(queue)
+    assert ledger.load(table_id).table.status == "closed"
+    check_table(store, table_id, hands=hands)
+    ran = _advance_jobs(queue)
+    results = sorted(j.return_value() for j in ran)
+    if one_job:
+        assert results == ["idle"]
+    else:
+        assert len(ran) >= 3 and results.count("continued") == len(ran) - 1, results
