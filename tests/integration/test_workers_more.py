@@ -241,3 +241,48 @@ def test_a_long_all_bot_run_goes_on_in_its_job_while_its_time_lasts(
         assert results == ["idle"]
     else:
         assert len(ran) >= 3 and results.count("continued") == len(ran) - 1, results
+
+
+def _counted_sleep(key: str, seconds: float) -> None:
+    """A job that counts its runs in Redis, then takes its time."""
+    import time
+
+    from rq import get_current_job
+
+    get_current_job().connection.incr(key)
+    time.sleep(seconds)
+
+
+def test_a_running_job_keeps_its_execution_alive_past_its_ttl(
+        queue: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker's heartbeat thread extends the running job's execution: a job running
+    for well past the execution's time to live is never taken for abandoned by the
+    started-registry cleanup (run all along, as another worker's maintenance would), and
+    runs once. The thread outlives a job and beats the next one too."""
+    import threading
+
+    from workers import worker as w
+
+    monkeypatch.setattr(w, "EXECUTION_TTL", 2)  # seconds; beaten every second below
+    key = f"{queue.key}:runs"
+    func = f"{__name__}._counted_sleep"
+    jobs = [queue.enqueue(func, key, 3.5, retry=Retry(max=RETRY_MAX, interval=[0]))
+            for _ in range(2)]
+    done = threading.Event()
+
+    def clean() -> None:
+        while not done.wait(0.1):
+            queue.started_job_registry.cleanup()
+
+    cleaner = threading.Thread(target=clean)
+    cleaner.start()
+    try:
+        w.LooWorker([queue], connection=queue.connection, serializer=queue.serializer,
+                    job_monitoring_interval=1).work(burst=True, logging_level="WARNING")
+    finally:
+        done.set()
+        cleaner.join()
+        runs = int(queue.connection.get(key) or 0)
+        queue.connection.delete(key)
+    assert all(j.get_status() == JobStatus.FINISHED for j in jobs)
+    assert runs == 2  # neither was retried as abandoned
