@@ -392,7 +392,8 @@ def run(database_url: str, redis_url: str, hands: int = 40, out: Out = print) ->
     for r in scaled:
         out(f"throughput workers={r.workers}: {r.hands} hands ({scale_tables} auto-dealing "
             f"all-bot tables) in {r.seconds:.2f} s = {r.hands_per_min:,.0f} hands/min; the "
-            f"workers kept {r.cpu / r.seconds:.2f} of the {cpus} cores busy, the machine "
+            f"workers kept {r.cpu / r.seconds:.2f} of the {cpus} cores busy "
+            f"({r.cpu / r.hands * 1000:.2f} ms CPU per hand), the machine "
             f"{r.machine / r.seconds:.2f} (PostgreSQL, the bench, other processes)")
     one, two, four = scaled
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
