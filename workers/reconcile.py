@@ -116,6 +116,7 @@ def recover_timers(ledger: Ledger) -> int:
 
 
 REDELIVER_EVERY = 0.2  # seconds between pings of Redis while a job of this process is owed
+REDELIVER_MAX = 30.0  # at most this long between tries when Redis answers yet refuses them
 
 
 class Redelivery:
@@ -159,7 +160,8 @@ class Redelivery:
         self._closed.set()
 
     def _loop(self) -> None:
-        while not self._closed.wait(self.every):
+        delay = self.every
+        while not self._closed.wait(delay):
             try:
                 self.ping()
             except redis.RedisError:
@@ -183,5 +185,8 @@ class Redelivery:
                 if not self._owed:
                     self._thread = None
                     return
+            # Redis answers a ping but refused these again (an error of its own, not an
+            # outage): try less and less often rather than five times a second.
+            delay = min(delay * 2, REDELIVER_MAX)
         with self._lock:
             self._thread = None
