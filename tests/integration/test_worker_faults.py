@@ -36,7 +36,8 @@ from workers.queue import RqDispatcher, make_queue, rq_job_id
 pytestmark = [pytest.mark.postgres]
 
 HANDS = 3
-LONG = 60  # hands of the tables Redis stops under: still playing when it does
+LONG = 1000  # hands of the tables Redis stops under: still playing when it does (a job
+# plays on for up to 0.5 s: 60 hands were all played by then on a quiet machine)
 
 
 @pytest.fixture
