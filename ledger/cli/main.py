@@ -164,7 +164,7 @@ def _serve(host: str, port: int, workers: int, threads: int, streams: int | None
     # (ledger/serve/gunicorn_worker.py), where a development server gave each its thread.
     # It takes over the socket bound here (fd://), so it never retries a busy port itself.
     GunicornApp(s, {"bind": f"fd://{listener.detach()}", "workers": workers,
-                    "threads": threads + streams}).run()
+                    "threads": threads + streams}, request_threads=threads).run()
 
 
 def listen(host: str, port: int, backlog: int = 2048) -> socket.socket:
@@ -230,10 +230,14 @@ def worker_class() -> str:
 class GunicornApp(BaseApplication):  # type: ignore[misc]
     """gunicorn through its Python API; each worker composes its own container after the fork."""
 
-    def __init__(self, s: Settings, options: dict[str, Any]) -> None:
+    def __init__(self, s: Settings, options: dict[str, Any],
+                 request_threads: int | None = None) -> None:
         from ledger.serve.gunicorn_worker import ConnectionCounts
 
         self.settings, self.options = s, options
+        # Of gunicorn's `threads`, those that run ordinary requests; the rest are for event
+        # streams only (ledger/serve/gunicorn_worker.py). None: all of them run anything.
+        self.request_threads = request_threads
         # Shared by the workers forked from here; room for as many again being replaced.
         self.connection_counts = ConnectionCounts(slots=2 * int(options.get("workers", 1)) + 2)
         super().__init__()

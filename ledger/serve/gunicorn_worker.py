@@ -36,6 +36,7 @@ import re
 import selectors
 import struct
 import time
+from concurrent import futures
 from functools import partial
 from typing import Any
 
@@ -70,6 +71,15 @@ def request_arrived(buf: bytes | bytearray) -> bool:
     m = _CONTENT_LENGTH.search(head)
     length = int(m.group(1)) if m else 0
     return length > BUFFER_BODY_MAX or len(buf) - (end + 4) >= length
+
+
+_SSE_ACCEPT = re.compile(rb"\r\naccept[ \t]*:[^\r\n]*text/event-stream", re.IGNORECASE)
+
+
+def asks_for_stream(buf: bytes) -> bool:
+    """Whether a request's head accepts text/event-stream (a feed answers it as a stream)."""
+    end = buf.find(b"\r\n\r\n")
+    return bool(_SSE_ACCEPT.search(buf, 0, end + 2 if end >= 0 else len(buf)))
 
 
 def _alive(pid: int) -> bool:
@@ -149,9 +159,28 @@ def write_problem(sock: Any, status_int: int, reason: str, mesg: str) -> None:
 
 
 class BalancedThreadWorker(ThreadWorker):  # type: ignore[misc]
+    """gthread, reading requests on the event loop first (slow clients), balancing
+    connections across workers, and running event streams (SSE) on threads of their own.
+
+    Event streams. `loo serve` asks gunicorn for --threads + LOO_SSE_MAX_STREAMS threads; in
+    one pool, every request could run on any of them, so a worker ran as many requests at
+    once as it held connections (8 of the api bench's 16 on 35 threads, not 3: more turns
+    on the GIL, and the bare app it is measured against had 3). Here ordinary requests run
+    on a pool of --threads (GunicornApp.request_threads) and a request asking for
+    text/event-stream, seen in its head on the loop, on a pool of the rest, while one is
+    free (else on the request pool, where the feed answers 503 once its streams are all
+    taken).
+    """
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.in_flight = 0  # requests handed to the thread pool, not finished
+        self.in_flight = 0  # requests handed to the request pool, not finished
+        asked = getattr(self.app, "request_threads", None)  # set by GunicornApp
+        self.request_threads = asked if isinstance(asked, int) and 0 < asked < self.cfg.threads \
+            and not self.cfg.is_ssl else self.cfg.threads
+        self.stream_threads = self.cfg.threads - self.request_threads
+        self.stream_pool: Any = None  # made in init_process, after the fork
+        self.streaming = 0  # streams handed to the stream pool, not finished
         counts = getattr(self.app, "connection_counts", None)  # set by GunicornApp
         self.counts = counts if isinstance(counts, ConnectionCounts) else None
         self.held_back = False  # by balance alone: look again soon
@@ -164,7 +193,13 @@ class BalancedThreadWorker(ThreadWorker):  # type: ignore[misc]
         self.notify_every = min(1.0, timeout / 4) if timeout > 0 else 1.0
         self._next_notify = 0.0
 
+    def get_thread_pool(self) -> Any:
+        return futures.ThreadPoolExecutor(max_workers=self.request_threads)
+
     def init_process(self) -> None:
+        if self.stream_threads > 0:
+            self.stream_pool = futures.ThreadPoolExecutor(max_workers=self.stream_threads,
+                                                          thread_name_prefix="loo-stream")
         if self.counts is not None and not self.counts.claim():
             self.counts = None
         # gunicorn's Worker.handle_error writes its refusals through util.write_error (read at
@@ -180,7 +215,7 @@ class BalancedThreadWorker(ThreadWorker):  # type: ignore[misc]
             super().notify()
 
     def set_accept_enabled(self, enabled: bool) -> None:
-        enabled = enabled and self.in_flight < self.cfg.threads
+        enabled = enabled and self.in_flight < self.request_threads
         self.held_back = False
         if self.counts is not None:
             self.counts.publish(self.nr_conns)
@@ -311,16 +346,41 @@ class BalancedThreadWorker(ThreadWorker):  # type: ignore[misc]
 
     # Both run on the main thread only (finish_request via the method queue): no lock.
     def enqueue_req(self, conn: Any) -> None:
+        buf = getattr(conn, "prebuffered", None)
+        if self.stream_pool is not None and buf and self.streaming < self.stream_threads \
+                and asks_for_stream(buf):
+            self.streaming += 1
+            conn.loo_stream = True
+            fs = self.stream_pool.submit(self.handle, conn)
+            fs.add_done_callback(
+                lambda fut: self.method_queue.defer(self.finish_request, conn, fut))
+            return
         self.in_flight += 1
         super().enqueue_req(conn)
         self._update_accepting()
 
     def finish_request(self, conn: Any, fs: Any) -> None:
-        self.in_flight -= 1
+        if getattr(conn, "loo_stream", False):
+            conn.loo_stream = False
+            self.streaming -= 1
+        else:
+            self.in_flight -= 1
         try:
             super().finish_request(conn, fs)
         finally:
             self._update_accepting()
+
+    def handle_quit(self, sig: Any, frame: Any) -> None:
+        if self.stream_pool is not None:
+            self.stream_pool.shutdown(wait=False)
+        super().handle_quit(sig, frame)
+
+    def run(self) -> None:
+        try:
+            super().run()
+        finally:
+            if self.stream_pool is not None:
+                self.stream_pool.shutdown(wait=False)
 
 
 class AccessLogger(Logger):  # type: ignore[misc]

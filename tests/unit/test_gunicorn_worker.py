@@ -42,6 +42,7 @@ def _worker(threads: int, counts: Any = None) -> Any:
 
     w = BalancedThreadWorker.__new__(BalancedThreadWorker)  # no arbiter, no config file
     w.cfg = SimpleNamespace(threads=threads)
+    w.request_threads, w.stream_threads, w.stream_pool, w.streaming = threads, 0, None, 0
     w.counts, w.held_back = counts, False
     w.alive, w.in_flight, w.nr_conns, w.worker_connections = True, 0, 0, 1000
     w._accepting = False
@@ -311,3 +312,69 @@ def test_the_heartbeat_to_the_arbiter_is_sent_at_most_once_a_second(monkeypatch)
         now[0] = 100.0 + step / 10
         w.notify()
     assert beats == [100.0, 101.0, 102.0]
+
+
+def test_event_streams_run_on_threads_of_their_own_and_requests_on_threads_threads():
+    """`loo serve --threads 3` with 32 streams: ordinary requests on 3 threads (accepting stops
+    when they are busy), a request for text/event-stream on the stream pool, not counted
+    against them; when every stream thread is taken, on the request pool (the feed answers
+    503 there)."""
+    w, listener = _worker(threads=2)
+    w.stream_threads, w.stream_pool = 1, Pool()
+    sse = b"GET /v1/tables/t/events HTTP/1.1\r\nAccept: text/event-stream\r\n\r\n"
+    plain = b"GET /v1/tables/t HTTP/1.1\r\nAccept: application/json\r\n\r\n"
+    try:
+        w.set_accept_enabled(True)
+        stream = Conn()
+        stream.prebuffered = sse
+        w.nr_conns += 1
+        w.enqueue_req(stream)
+        assert len(w.stream_pool.futures) == 1 and not w.tpool.futures
+        assert w.streaming == 1 and w.in_flight == 0 and listener in w.poller.registered
+        conns = []
+        for body in (plain, sse):  # the second stream: the stream thread is taken
+            c = Conn()
+            c.prebuffered = body
+            w.nr_conns += 1
+            w.enqueue_req(c)
+            conns.append(c)
+        assert len(w.tpool.futures) == 2 and w.in_flight == 2
+        assert listener not in w.poller.registered  # both request threads busy
+        w.stream_pool.futures[0].set_result(False)  # the stream ends; the client closes
+        w.finish_request(stream, w.stream_pool.futures[0])
+        assert w.streaming == 0 and w.in_flight == 2 and stream.closed
+        w.tpool.futures[0].set_result(False)
+        w.finish_request(conns[0], w.tpool.futures[0])
+        assert w.in_flight == 1 and listener in w.poller.registered
+    finally:
+        listener.close()
+
+
+def test_a_request_asks_for_a_stream_by_its_accept_header():
+    from ledger.serve.gunicorn_worker import asks_for_stream
+
+    assert asks_for_stream(b"GET /v1/clubs/c/events HTTP/1.1\r\nHost: x\r\n"
+                           b"accept: application/json;q=0.5, text/event-stream\r\n\r\n")
+    assert not asks_for_stream(b"GET /v1/tables/t/events HTTP/1.1\r\nHost: x\r\n\r\n")
+    # Only the head counts, not a body that happens to say it.
+    assert not asks_for_stream(b"POST /v1/tables HTTP/1.1\r\nContent-Length: 30\r\n\r\n"
+                               b"\r\nAccept: text/event-stream")
+
+
+def test_serve_gives_ordinary_requests_threads_threads_and_streams_the_rest():
+    import os
+
+    from ledger.bootstrap import Settings
+    from ledger.cli.main import GunicornApp
+    from ledger.serve.gunicorn_worker import BalancedThreadWorker
+
+    app = GunicornApp(Settings(database_url="sqlite:///:memory:"),
+                      {"bind": "127.0.0.1:0", "threads": 3 + 32}, request_threads=3)
+    w = BalancedThreadWorker(0, os.getpid(), [], app, 30, app.cfg, app.cfg.logger_class(app.cfg))
+    try:
+        assert (w.request_threads, w.stream_threads) == (3, 32)
+        pool = w.get_thread_pool()
+        assert pool._max_workers == 3  # noqa: SLF001 - the size gunicorn's pool was given
+        pool.shutdown()
+    finally:
+        w.tmp.close()
