@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import time
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ledger.store import hashing
 from ledger.store.base import NewEvent
 from ledger.store.bulk import load_json
 from ledger.store.hashing import (
@@ -17,6 +21,7 @@ from ledger.store.hashing import (
     event_hash,
     positioned,
     seal,
+    utc_now,
     verify_chain,
 )
 
@@ -70,3 +75,20 @@ def test_load_json_decodes_like_json_loads(value: Any) -> None:
 def test_load_json_refuses_what_json_loads_refuses(bad: str) -> None:
     with pytest.raises(ValueError):
         load_json(bad)
+
+
+@given(st.lists(st.integers(0, 2**63 - 1), min_size=1, max_size=5))
+def test_utc_now_writes_the_time_as_datetime_isoformat_does(clock: list[int]) -> None:
+    # Consecutive reads, some in the same second (the formatted second is reused).
+    clock = sorted(clock[:1] + [clock[0] + n % 2_000_000_000 for n in clock[1:]])
+    clock = [ns for ns in clock if ns < 253402300800 * 10**9]  # before year 10000
+    real = hashing.time
+    for ns in clock:
+        hashing.time = SimpleNamespace(time_ns=lambda ns=ns: ns, strftime=time.strftime,
+                                       gmtime=time.gmtime)  # type: ignore[assignment]
+        try:
+            got = utc_now()
+        finally:
+            hashing.time = real
+        want = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=ns // 1000)
+        assert got == want.isoformat(timespec="microseconds")
