@@ -5,10 +5,10 @@
 - json_decode: ledger/store/bulk.py's load_json (the json C scanner called directly)
   against json.loads and orjson.loads, on stored event data; and a PostgreSQL replay with
   each as psycopg's jsonb loader.
-- pool: psycopg_pool's ConnectionPool (FIFO: it hands out the connection idle longest),
-  as PostgresStore uses it, against a LIFO subclass (the most recently returned first,
-  by overriding the private _get_ready_connection, as the store once did), one-event
-  appends, 1 client after 8 have grown the pool, then 8 clients; interleaved rounds.
+- pool: psycopg_pool's ConnectionPool (FIFO: it hands out the connection idle longest)
+  against the LIFO subclass PostgresStore uses (ledger/store/postgres_lifo.py: the most
+  recently returned first), one-event appends, 1 client after 8 have grown the pool, then
+  8 clients; interleaved rounds.
 - worker: `loo serve`'s BalancedThreadWorker against stock gthread and gthread with
   reuse_port, whole hands through the API (bench/api.py's driver), interleaved rounds.
 
@@ -159,25 +159,6 @@ def replay_decode(database_url: str, out: Out, count: int = 20_000) -> dict[str,
 
 # ---- the connection pool -------------------------------------------------------------------
 
-class _LifoPool:  # built on first use: psycopg_pool is imported lazily
-    cls: Any = None
-
-    @classmethod
-    def get(cls) -> Any:
-        if cls.cls is None:
-            import psycopg_pool
-
-            class LifoPool(psycopg_pool.ConnectionPool):
-                def _get_ready_connection(self, timeout: float | None) -> Any:
-                    idle = getattr(self, "_pool", None)
-                    if idle:  # newest on the right; the parent takes from the left
-                        idle.rotate(1)
-                    return super()._get_ready_connection(timeout)
-
-            cls.cls = LifoPool
-        return cls.cls
-
-
 def pool(database_url: str, out: Out, seconds: float = 8.0, rounds: int = 8) -> dict[str, float]:
     import psycopg
     import psycopg_pool
@@ -187,18 +168,13 @@ def pool(database_url: str, out: Out, seconds: float = 8.0, rounds: int = 8) -> 
     from ledger.store.postgres import PostgresStore
 
     schema = f"loo_bench_parts_{uuid.uuid4().hex[:8]}"
-    stock = postgres_pool.psycopg_pool
+    ours = postgres_pool.POOL
     stores: dict[str, Any] = {}
-
-    class WithLifo:  # what Connections._new_pool sees as `psycopg_pool`
-        ConnectionPool = _LifoPool.get()
-        PoolTimeout = psycopg_pool.PoolTimeout
-
     try:
+        postgres_pool.POOL = psycopg_pool.ConnectionPool
         stores["stock"] = PostgresStore(database_url, schema=schema, max_size=10)
-        postgres_pool.psycopg_pool = WithLifo  # type: ignore[assignment]
+        postgres_pool.POOL = ours
         stores["lifo"] = PostgresStore(database_url, schema=schema, max_size=10)
-        postgres_pool.psycopg_pool = stock
         stores["stock"].upgrade()
         workers = {name: {"1": [_ours(s)], "8": [_ours(s) for _ in range(8)]}
                    for name, s in stores.items()}
@@ -214,7 +190,7 @@ def pool(database_url: str, out: Out, seconds: float = 8.0, rounds: int = 8) -> 
                     done[(name, k)][1] += took
         kinds = {name: type(s._connections._pool).__name__ for name, s in stores.items()}
     finally:
-        postgres_pool.psycopg_pool = stock
+        postgres_pool.POOL = ours
         for store in stores.values():
             store.close()
         with psycopg.connect(database_url, autocommit=True) as conn:

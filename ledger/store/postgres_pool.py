@@ -17,10 +17,14 @@ from psycopg.types.json import set_json_loads
 
 from ledger.store.base import StoreUnavailable
 from ledger.store.bulk import load_json
+from ledger.store.postgres_lifo import LifoConnectionPool
 
 log = logging.getLogger(__name__)
 POOL_TIMEOUT = 1.0  # seconds a request waits for a connection (all busy, or none can be made)
 PROBE_EVERY = 0.5  # seconds: while the server is down, how often one request tries it again
+
+# The pool class: the newest idle connection first (postgres_lifo.py says why).
+POOL: type[psycopg_pool.ConnectionPool] = LifoConnectionPool
 
 # Pools inherited through fork() are never closed in the child: closing would send a
 # Terminate message on sockets the parent still uses.
@@ -75,11 +79,9 @@ class Connections:
         self._probe_lock = threading.Lock()
 
     def _new_pool(self) -> psycopg_pool.ConnectionPool:
-        # psycopg_pool's own ConnectionPool: a LIFO subclass (overriding its private
-        # _get_ready_connection) measured no better (`loo bench parts --only pool`).
-        pool = psycopg_pool.ConnectionPool(self.url, min_size=1, max_size=self._max_size,
-                              kwargs=self._kwargs, open=False, timeout=self.pool_timeout,
-                              configure=_configure, check=_check, name="loo-store")
+        pool = POOL(self.url, min_size=1, max_size=self._max_size, kwargs=self._kwargs,
+                    open=False, timeout=self.pool_timeout, configure=_configure, check=_check,
+                    name="loo-store")
         pool.open(wait=False)
         return pool
 
