@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import contextvars
 import logging
-import random
 import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from pythonjsonlogger.json import JsonFormatter
+
+from ledger.core.ids import unique_hex
 
 REQUEST_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("loo_request_id",
                                                                        default=None)
@@ -30,13 +31,7 @@ def request_id() -> str | None:
 
 def new_request_id(offered: str | None = None) -> str:
     """The client's id when it is a plain token of at most 128 characters, else a new one."""
-    if offered and _SANE.fullmatch(offered):
-        return offered
-    # 32 hex digits, as uuid4().hex, from the random module (reseeded in every forked
-    # process): unique is all an id must be, and os.urandom, which uuid4 reads, lets go of
-    # the GIL; another thread then keeps it up to its switch interval, measured 0.4 ms a
-    # request with the store's notify thread running.
-    return f"{random.getrandbits(128):032x}"
+    return offered if offered and _SANE.fullmatch(offered) else unique_hex()
 
 
 @contextmanager

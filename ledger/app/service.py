@@ -8,7 +8,6 @@ import hmac
 import itertools
 import logging
 import os
-import random
 import secrets
 import threading
 import time
@@ -25,6 +24,7 @@ from ledger.app.projector import Projection, fold, project
 from ledger.core import commands as c
 from ledger.core import events as ev
 from ledger.core.errors import NotFound
+from ledger.core.ids import unique_hex
 from ledger.core.rules import table as tb
 from ledger.store.base import (
     AlreadyApplied,
@@ -272,9 +272,7 @@ class Ledger:
 
     def _decide(self, p: Projection, cmd: c.Command) -> tuple[list[ev.Event], str]:
         """The command's events on `p`, and the causation of those no earlier event causes."""
-        # Unique, not secret: random's generator (reseeded after fork) rather than uuid4,
-        # whose os.urandom lets go of the GIL on every request (ledger/observe.py).
-        cause = f"command:{random.getrandbits(128):032x}"
+        cause = f"command:{unique_hex()}"
         if isinstance(cmd, c.Act):
             events = handlers.act(p, cmd)
         elif isinstance(cmd, c.StartHand):
