@@ -145,15 +145,11 @@ def test_a_created_tables_answer_is_the_table_as_created_however_fast_the_worker
     assert stored[-1].version > answer["version"]  # the worker did move, before the answer
 
 
-def test_webhooks_are_delivered_by_rq_jobs_in_order(
-        db_url: str, store: EventStore, queue: Any, worker_ledger: Ledger,
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """Through RQ: a commit of a club enqueues its for_club job, which enqueues one delivery
-    job per endpoint; the worker POSTs every event, signed, in position order. The sweep
-    (the worker's reconciler) enqueues them again, finding nothing more to send."""
-    from ledger.app import webhooks as wh
-    from tests.e2e.test_api_webhooks import Receiver
-    from workers.webhooks import rq_trigger, sweep
+def webhook_api(db_url: str, store: EventStore, queue: Any, worker_ledger: Ledger,
+                monkeypatch: pytest.MonkeyPatch) -> tuple[Ledger, Any]:
+    """The API's ledger and a test client of an app whose club commits, like the worker's,
+    trigger webhook deliveries through RQ (private receiver addresses allowed)."""
+    from workers.webhooks import rq_trigger
 
     monkeypatch.setenv("LOO_WEBHOOK_ALLOW_PRIVATE", "1")
     dispatcher = RqDispatcher(queue)
@@ -164,7 +160,20 @@ def test_webhooks_are_delivered_by_rq_jobs_in_order(
                           dispatcher, led)
     app = create_app(container)
     app.config["TESTING"] = True
-    c = app.test_client()
+    return led, app.test_client()
+
+
+def test_webhooks_are_delivered_by_rq_jobs_in_order(
+        db_url: str, store: EventStore, queue: Any, worker_ledger: Ledger,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through RQ: a commit of a club enqueues its for_club job, which enqueues one delivery
+    job per endpoint; the worker POSTs every event, signed, in position order. The sweep
+    (the worker's reconciler) enqueues them again, finding nothing more to send."""
+    from ledger.app import webhooks as wh
+    from tests.e2e.test_api_webhooks import Receiver
+    from workers.webhooks import sweep
+
+    led, c = webhook_api(db_url, store, queue, worker_ledger, monkeypatch)
     receiver = Receiver().start()
     try:
         club = c.post("/v1/clubs", json={"name": "RQ"}).get_json()
@@ -205,18 +214,9 @@ def test_an_event_committed_just_after_a_delivery_runs_last_read_is_delivered_ne
     run follows the running one (it is enqueued as that ends) and delivers the event, in
     order, once, without waiting for another commit or the reconciler's sweep."""
     from tests.e2e.test_api_webhooks import Receiver
-    from workers.webhooks import for_club, rq_trigger
+    from workers.webhooks import for_club
 
-    monkeypatch.setenv("LOO_WEBHOOK_ALLOW_PRIVATE", "1")
-    dispatcher = RqDispatcher(queue)
-    led = Ledger(store, dispatcher)
-    led.on_club_commit = rq_trigger(dispatcher)
-    worker_ledger.on_club_commit = rq_trigger(worker_ledger.dispatcher)
-    container = Container(Settings(database_url=db_url, queue_name=queue.name), store, queue,
-                          dispatcher, led)
-    app = create_app(container)
-    app.config["TESTING"] = True
-    c = app.test_client()
+    led, c = webhook_api(db_url, store, queue, worker_ledger, monkeypatch)
     receiver = Receiver().start()
     try:
         club = c.post("/v1/clubs", json={"name": "Race"}).get_json()
