@@ -120,7 +120,6 @@ def json_decode(out: Out) -> dict[str, float]:
 
 def replay_decode(database_url: str, out: Out, count: int = 20_000) -> dict[str, float]:
     """A PostgreSQL replay of `count` events with each loader set on the connections."""
-    import psycopg
 
     from bench.store import _fill, _fold_events
     from ledger.store import postgres_pool
@@ -147,20 +146,26 @@ def replay_decode(database_url: str, out: Out, count: int = 20_000) -> dict[str,
                 best[name] = min(best[name], time.perf_counter() - start)
     finally:
         postgres_pool.load_json = load_json
-        for store in stores.values():
-            store.close()
-        with psycopg.connect(database_url, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE".encode())
+        _close_and_drop(stores, database_url, schema)
     out(f"replay_decode: PostgreSQL replay of {count:,} events, events/s with psycopg's jsonb "
         "loader set to: " + ", ".join(f"{n} {count / t:,.0f}" for n, t in best.items()))
     return {"replay_jsonloads_over_loadjson": best["json.loads"] / best["load_json"],
             "replay_loadjson_over_orjson": best["load_json"] / best["orjson"]}
 
 
+def _close_and_drop(stores: dict[str, Any], database_url: str, schema: str) -> None:
+    """Close the stores a part compared, then drop the scratch schema they shared."""
+    import psycopg
+
+    for store in stores.values():
+        store.close()
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE".encode())
+
+
 # ---- the connection pool -------------------------------------------------------------------
 
 def pool(database_url: str, out: Out, seconds: float = 8.0, rounds: int = 8) -> dict[str, float]:
-    import psycopg
     import psycopg_pool
 
     from bench.store import _clients, _ours
@@ -191,10 +196,7 @@ def pool(database_url: str, out: Out, seconds: float = 8.0, rounds: int = 8) -> 
         kinds = {name: type(s._connections._pool).__name__ for name, s in stores.items()}
     finally:
         postgres_pool.POOL = ours
-        for store in stores.values():
-            store.close()
-        with psycopg.connect(database_url, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE".encode())
+        _close_and_drop(stores, database_url, schema)
     rate = {key: n / took for key, (n, took) in done.items()}
     out(f"pool: one-event appends/s ({kinds['stock']} against {kinds['lifo']}): 1 client: "
         f"stock {rate[('stock', '1')]:,.0f}, LIFO {rate[('lifo', '1')]:,.0f}; 8 clients: "
