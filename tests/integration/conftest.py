@@ -7,6 +7,7 @@ import os
 import sqlite3
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -109,18 +110,24 @@ def sql_backend(request: pytest.FixtureRequest) -> Backend:
 
 # ---- the worker tests: a database per module, a queue per test, a worker's ledger ------
 
-@pytest.fixture(scope="module")
-def db_url(pg_url: str, request: pytest.FixtureRequest) -> Iterator[str]:
-    """A database of this module's own: the reconciler scans every table in it."""
+@contextmanager
+def fresh_database(label: str) -> Iterator[str]:
+    """The URL of a new, empty PostgreSQL database, dropped afterwards."""
     admin = psycopg.connect(PG_ADMIN_URL, autocommit=True)
-    module = request.module.__name__.rsplit(".", 1)[-1]
-    name = f"loo_{module}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+    name = f"loo_{label}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
     admin.execute(f'CREATE DATABASE "{name}"')
     try:
         yield f"{PG_ADMIN_URL.rsplit('/', 1)[0]}/{name}"
     finally:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         admin.close()
+
+
+@pytest.fixture(scope="module")
+def db_url(pg_url: str, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A database of this module's own: the reconciler scans every table in it."""
+    with fresh_database(request.module.__name__.rsplit(".", 1)[-1]) as url:
+        yield url
 
 
 @pytest.fixture

@@ -163,6 +163,18 @@ def webhook_api(db_url: str, store: EventStore, queue: Any, worker_ledger: Ledge
     return led, app.test_client()
 
 
+def club_with_webhook(c: Any, name: str, url: str) -> tuple[dict[str, Any], dict[str, str],
+                                                         str]:
+    """A new club (its answer and owner's auth header) with an endpoint for every event at
+    `url`, and that endpoint's secret."""
+    club = c.post("/v1/clubs", json={"name": name}).get_json()
+    auth = {"Authorization": f"Bearer {club['token']}"}
+    made = c.post(f"/v1/clubs/{club['id']}/webhooks", headers=auth,
+                  json={"url": url, "events": ["*"]})
+    assert made.status_code == 201, made.get_json()
+    return club, auth, made.get_json()["secret"]
+
+
 def test_webhooks_are_delivered_by_rq_jobs_in_order(
         db_url: str, store: EventStore, queue: Any, worker_ledger: Ledger,
         monkeypatch: pytest.MonkeyPatch) -> None:
@@ -176,12 +188,7 @@ def test_webhooks_are_delivered_by_rq_jobs_in_order(
     led, c = webhook_api(db_url, store, queue, worker_ledger, monkeypatch)
     receiver = Receiver().start()
     try:
-        club = c.post("/v1/clubs", json={"name": "RQ"}).get_json()
-        auth = {"Authorization": f"Bearer {club['token']}"}
-        made = c.post(f"/v1/clubs/{club['id']}/webhooks", headers=auth,
-                      json={"url": receiver.url, "events": ["*"]})
-        assert made.status_code == 201, made.get_json()
-        secret = made.get_json()["secret"]
+        club, auth, secret = club_with_webhook(c, "RQ", receiver.url)
         r = c.post(f"/v1/clubs/{club['id']}/tables", headers=auth, json={
             "variant": "loo", "scoring": "pool", "first_dealer": 0, "deal": "shuffled",
             "seats": [{"name": f"B{i}", "bot": "heuristic"} for i in range(4)],
@@ -219,11 +226,7 @@ def test_an_event_committed_just_after_a_delivery_runs_last_read_is_delivered_ne
     led, c = webhook_api(db_url, store, queue, worker_ledger, monkeypatch)
     receiver = Receiver().start()
     try:
-        club = c.post("/v1/clubs", json={"name": "Race"}).get_json()
-        auth = {"Authorization": f"Bearer {club['token']}"}
-        made = c.post(f"/v1/clubs/{club['id']}/webhooks", headers=auth,
-                      json={"url": receiver.url, "events": ["*"]})
-        assert made.status_code == 201, made.get_json()
+        club, auth, _ = club_with_webhook(c, "Race", receiver.url)
         c.post(f"/v1/clubs/{club['id']}/members", headers=auth, json={"name": "Ann"})
         drain(queue)
         assert [json.loads(b)["type"] for _, b in receiver.got] == ["member_joined"]

@@ -27,8 +27,10 @@ from tests.integration.worker_helpers import (
     four_bots,
     hold_version,
     kill9,
+    reaped,
     seeded,
     wait_until,
+    worker_output,
     worker_process,
 )
 from workers.queue import RqDispatcher, make_queue, rq_job_id
@@ -53,11 +55,6 @@ def own_redis() -> Iterator[RedisServer]:
 def _closed(ledger: Ledger, table_id: str) -> bool:
     return ledger.load(table_id).table.status == "closed"
 
-
-def _output(proc: Any) -> str:
-    if proc.poll() is None:
-        kill9(proc)
-    return proc.stdout.read().decode(errors="replace")[-30000:]
 
 
 def test_a_job_of_a_worker_killed_mid_job_runs_again_within_30_s(
@@ -93,7 +90,7 @@ def test_a_job_of_a_worker_killed_mid_job_runs_again_within_30_s(
     except BaseException:
         for proc in (victim, other):
             if proc is not None:
-                print(_output(proc))
+                print(worker_output(proc))
         raise
     finally:
         for proc in (victim, other):
@@ -112,42 +109,36 @@ def test_tables_move_again_within_10_s_of_redis_coming_back(
     ledger = Ledger(store, RqDispatcher(queue), seeds=seeded(22))
     workers = [worker_process(db_url, own_redis.url, queue.name) for _ in range(2)]
     try:
-        tables = [ledger.create_table(four_bots(auto_deal=True, max_hands=LONG))[0]
-                  for _ in range(3)]
-        start = {t: ledger.load(t).version for t in tables}
-        wait_until(lambda: all(ledger.load(t).version > start[t] for t in tables),
-                   timeout=60, what="every table playing")
-        own_redis.stop()
-        # Whatever was running ends; nothing new can be enqueued. Wait for the tables to
-        # stand still (two equal looks), then start Redis again.
-        last: dict[str, int] = {}
+        with reaped(workers):
+            tables = [ledger.create_table(four_bots(auto_deal=True, max_hands=LONG))[0]
+                      for _ in range(3)]
+            start = {t: ledger.load(t).version for t in tables}
+            wait_until(lambda: all(ledger.load(t).version > start[t] for t in tables),
+                       timeout=60, what="every table playing")
+            own_redis.stop()
+            # Whatever was running ends; nothing new can be enqueued. Wait for the tables to
+            # stand still (two equal looks), then start Redis again.
+            last: dict[str, int] = {}
 
-        def still() -> bool:
-            now = {t: ledger.load(t).version for t in tables}
-            same = now == last
-            last.update(now)
-            return same
+            def still() -> bool:
+                now = {t: ledger.load(t).version for t in tables}
+                same = now == last
+                last.update(now)
+                return same
 
-        wait_until(still, timeout=30, what="play stopped with Redis")
-        owed = [t for t in tables if handlers.next_command(ledger.load(t)) is not None]
-        assert owed, "no table was waiting on a worker when Redis stopped"
-        own_redis.start()
-        back = time.monotonic()
-        wait_until(lambda: all(ledger.load(t).version > last[t] for t in owed), timeout=10,
-                   what="every table with work owed moving again")
-        print(f"{len(owed)} table(s) moved again within {time.monotonic() - back:.1f} s")
-        wait_until(lambda: all(_closed(ledger, t) for t in tables), timeout=120,
-                   what="every table's end")
-        for t in tables:
-            check_table(store, t, hands=LONG)
-    except BaseException:
-        for proc in workers:
-            print(_output(proc))
-        raise
+            wait_until(still, timeout=30, what="play stopped with Redis")
+            owed = [t for t in tables if handlers.next_command(ledger.load(t)) is not None]
+            assert owed, "no table was waiting on a worker when Redis stopped"
+            own_redis.start()
+            back = time.monotonic()
+            wait_until(lambda: all(ledger.load(t).version > last[t] for t in owed), timeout=10,
+                       what="every table with work owed moving again")
+            print(f"{len(owed)} table(s) moved again within {time.monotonic() - back:.1f} s")
+            wait_until(lambda: all(_closed(ledger, t) for t in tables), timeout=120,
+                       what="every table's end")
+            for t in tables:
+                check_table(store, t, hands=LONG)
     finally:
-        for proc in workers:
-            if proc.poll() is None:
-                kill9(proc)
         queue.connection.close()
 
 
@@ -168,33 +159,27 @@ def test_a_scheduled_job_runs_on_time_when_the_worker_holding_the_scheduler_lock
     procs = [worker_process(db_url, own_redis.url, queue.name, "--reconcile-every", "0")
              for _ in range(2)]
     try:
-        lock_key = RQScheduler.get_locking_key(queue.name)
+        with reaped(procs):
+            lock_key = RQScheduler.get_locking_key(queue.name)
 
-        def holder() -> Any:
-            name = queue.connection.get(lock_key)
-            pid = name and queue.connection.hget(f"rq:scheduler:{name.decode()}", "pid")
-            return pid and next((p for p in procs if p.pid == int(pid)), None)
+            def holder() -> Any:
+                name = queue.connection.get(lock_key)
+                pid = name and queue.connection.hget(f"rq:scheduler:{name.decode()}", "pid")
+                return pid and next((p for p in procs if p.pid == int(pid)), None)
 
-        victim = wait_until(holder, timeout=30, what="a worker holding the scheduler lock")
-        kill9(victim)
-        killed = time.time()
-        table_id, _, p = ledger.create_table(_people(turn_seconds=5))
-        due = ledger.timer_due(table_id, p)
-        assert due is not None and due[1] > killed + 4  # after the kill, by design
-        wait_until(lambda: _timed_out(store, table_id), timeout=30,
-                   what="the turn timer run by the other worker")
-        (timed,) = _timed_out(store, table_id)
-        late = datetime.fromisoformat(timed.recorded_at).timestamp() - due[1]
-        print(f"timer due {due[1] - killed:.1f} s after the kill ran {late:.2f} s late")
-        assert late < 3.0, f"the timer ran {late:.1f} s after its time"
-    except BaseException:
-        for proc in procs:
-            print(_output(proc))
-        raise
+            victim = wait_until(holder, timeout=30, what="a worker holding the scheduler lock")
+            kill9(victim)
+            killed = time.time()
+            table_id, _, p = ledger.create_table(_people(turn_seconds=5))
+            due = ledger.timer_due(table_id, p)
+            assert due is not None and due[1] > killed + 4  # after the kill, by design
+            wait_until(lambda: _timed_out(store, table_id), timeout=30,
+                       what="the turn timer run by the other worker")
+            (timed,) = _timed_out(store, table_id)
+            late = datetime.fromisoformat(timed.recorded_at).timestamp() - due[1]
+            print(f"timer due {due[1] - killed:.1f} s after the kill ran {late:.2f} s late")
+            assert late < 3.0, f"the timer ran {late:.1f} s after its time"
     finally:
-        for proc in procs:
-            if proc.poll() is None:
-                kill9(proc)
         queue.connection.close()
 
 
@@ -215,31 +200,27 @@ def test_jobs_the_api_could_not_enqueue_run_within_10_s_of_its_redis_answering(
     queue = make_queue(own_redis.url, name)
     worker = worker_process(db_url, own_redis.url, name, "--reconcile-every", "3600")
     try:
-        wait_until(lambda: SimpleWorker.all(queue=queue), timeout=30,
-                   what="the worker up, its reconcile at start done")
-        link.cut()
-        tables = {}
-        for _ in range(3):
-            table_id, _, p = api.ledger.create_table(four_bots(auto_deal=True, max_hands=HANDS))
-            tables[table_id] = p.version
-        assert all(queue.fetch_job(rq_job_id(f"advance:{t}:{v}")) is None
-                   for t, v in tables.items()), "a job reached Redis through the cut link"
-        assert all(ledger_version(store, t) == v for t, v in tables.items())
-        link.mend()
-        back = time.monotonic()
-        wait_until(lambda: all(ledger_version(store, t) > v for t, v in tables.items()),
-                   timeout=10, what="every table the API could not enqueue for moving")
-        print(f"{len(tables)} table(s) moved {time.monotonic() - back:.2f} s after the mend")
-        wait_until(lambda: all(store.load(t)[-1].type == "table_closed" for t in tables),
-                   timeout=120, what="every table's end")
-        for t in tables:
-            check_table(store, t, hands=HANDS)
-    except BaseException:
-        print(_output(worker))
-        raise
+        with reaped([worker]):
+            wait_until(lambda: SimpleWorker.all(queue=queue), timeout=30,
+                       what="the worker up, its reconcile at start done")
+            link.cut()
+            tables = {}
+            for _ in range(3):
+                table_id, _, p = api.ledger.create_table(four_bots(auto_deal=True, max_hands=HANDS))
+                tables[table_id] = p.version
+            assert all(queue.fetch_job(rq_job_id(f"advance:{t}:{v}")) is None
+                       for t, v in tables.items()), "a job reached Redis through the cut link"
+            assert all(ledger_version(store, t) == v for t, v in tables.items())
+            link.mend()
+            back = time.monotonic()
+            wait_until(lambda: all(ledger_version(store, t) > v for t, v in tables.items()),
+                       timeout=10, what="every table the API could not enqueue for moving")
+            print(f"{len(tables)} table(s) moved {time.monotonic() - back:.2f} s after the mend")
+            wait_until(lambda: all(store.load(t)[-1].type == "table_closed" for t in tables),
+                       timeout=120, what="every table's end")
+            for t in tables:
+                check_table(store, t, hands=HANDS)
     finally:
-        if worker.poll() is None:
-            kill9(worker)
         api.close()
         link.close()
         queue.connection.close()

@@ -3,6 +3,7 @@ down at enqueue, the reconciler's cost and its isolation."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -15,6 +16,7 @@ from ledger.app import handlers
 from ledger.app.service import JOB_ADVANCE, Ledger
 from ledger.core import commands as c
 from ledger.store.base import EventStore
+from tests.integration.conftest import fresh_database
 from tests.integration.worker_helpers import (
     blocked_backends,
     check_table,
@@ -22,8 +24,8 @@ from tests.integration.worker_helpers import (
     four_bots,
     hand_done,
     hold_version,
-    kill9,
     play_hands,
+    reaped,
     seeded,
     wait_until,
     worker_process,
@@ -34,11 +36,6 @@ from workers.queue import RETRY_INTERVALS, RETRY_MAX, RqDispatcher, make_queue, 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
 
 
-def _output(proc: Any) -> str:
-    if proc.poll() is None:
-        kill9(proc)
-    return proc.stdout.read().decode(errors="replace")[-4000:]
-
 
 def test_retry_of_a_job_whose_connection_dropped_mid_append_finishes_the_hand(
         db_url: str, store: EventStore, queue: Any, redis_url: str) -> None:
@@ -46,7 +43,7 @@ def test_retry_of_a_job_whose_connection_dropped_mid_append_finishes_the_hand(
     transaction), and RQ's retry plays the hand out (reconciler off)."""
     ledger = Ledger(store, RqDispatcher(queue), seeds=seeded(4))
     worker = worker_process(db_url, redis_url, queue.name, "--reconcile-every", "0")
-    try:
+    with reaped([worker]):
         table_id, _, _ = ledger.create_table(four_bots())
         play_hands(ledger, table_id, 1)  # the running worker plays it
         version = ledger.execute(table_id, c.StartHand(), dispatch=False).projection.version
@@ -61,12 +58,6 @@ def test_retry_of_a_job_whose_connection_dropped_mid_append_finishes_the_hand(
                    what="the retried job's table moving on")
         assert handlers.next_command(ledger.load(table_id)) is None
         check_table(store, table_id, hands=2)
-    except BaseException:
-        print(_output(worker))
-        raise
-    finally:
-        if worker.poll() is None:
-            kill9(worker)
 
 
 class CountingStore:
@@ -161,56 +152,67 @@ def _waiting_table(ledger: Ledger) -> str:
     return table_id
 
 
-def test_reconcile_counts_the_jobs_it_enqueued_not_the_tables_waiting(
-        store: EventStore, queue: Any, worker_ledger: Ledger) -> None:
-    """"reconcile: enqueued N" counted every waiting table, a job still queued included: a
-    second pass over unchanged tables reported them all again."""
-    ledger = Ledger(store, None, seeds=seeded(9))
-    first, second = _waiting_table(ledger), _waiting_table(ledger)
-    worker_ledger.dispatch(first)  # its job is queued already
-    done = reconcile.reconcile(worker_ledger)
-    assert (done.waiting, done.enqueued, done.failed) == (2, 1, 0)
-    assert reconcile.reconcile(worker_ledger) == (2, 0, 0)  # nothing new to enqueue
-    assert queue.count == 2
-    drain(queue)
-    assert hand_done(ledger, first) and hand_done(ledger, second)
-    assert reconcile.reconcile(worker_ledger) == (0, 0, 0)
+class TestReconcileCounts:
+    """reconcile() counts every table of the store with work owed: each test here has a
+    database of its own, so tables the module's other tests left waiting are not counted
+    (with them, on the same xdist worker, the counts came out 3 and 6 for 2 and 3)."""
+
+    @pytest.fixture
+    def db_url(self) -> Iterator[str]:
+        with fresh_database("reconcile") as url:
+            yield url
+
+    def test_reconcile_counts_the_jobs_it_enqueued_not_the_tables_waiting(
+            self, store: EventStore, queue: Any, worker_ledger: Ledger) -> None:
+        """"reconcile: enqueued N" counted every waiting table, a job still queued included: a
+        second pass over unchanged tables reported them all again."""
+        ledger = Ledger(store, None, seeds=seeded(9))
+        first, second = _waiting_table(ledger), _waiting_table(ledger)
+        worker_ledger.dispatch(first)  # its job is queued already
+        done = reconcile.reconcile(worker_ledger)
+        assert (done.waiting, done.enqueued, done.failed) == (2, 1, 0)
+        assert reconcile.reconcile(worker_ledger) == (2, 0, 0)  # nothing new to enqueue
+        assert queue.count == 2
+        drain(queue)
+        assert hand_done(ledger, first) and hand_done(ledger, second)
+        assert reconcile.reconcile(worker_ledger) == (0, 0, 0)
 
 
-def test_a_job_rq_cannot_delete_does_not_abort_the_reconcile_pass(
-        store: EventStore, queue: Any, worker_ledger: Ledger,
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """rq's Job.delete raised ValueError ("Execution ... not found") for a job whose
-    execution hash had expired before its registry entry, and that aborted the whole pass:
-    no table after it was enqueued. Such an ended job is now replaced, and any table whose
-    step still raises is logged and counted while the pass goes on."""
-    ledger = Ledger(store, None, seeds=seeded(10))
-    tables = [_waiting_table(ledger) for _ in range(3)]
-    for table_id in tables[:2]:  # an ended job under the id each table now needs
-        version = ledger.load(table_id).version
-        job = queue.enqueue(JOB_ADVANCE, table_id, version,
-                            job_id=rq_job_id(f"advance:{table_id}:{version}"))
-        queue.remove(job)
-        job.set_status(JobStatus.FINISHED)
-        queue.connection.zadd(job.execution_registry.key, {"gone": 4_000_000_000})
-        with pytest.raises(ValueError, match="not found"):  # what rq does with it
-            queue.fetch_job(job.id).delete()
-    done = reconcile.reconcile(worker_ledger)
-    assert (done.waiting, done.enqueued, done.failed) == (3, 3, 0)
-    assert sorted(queue.get_job_ids()) == sorted(
-        rq_job_id(f"advance:{t}:{ledger.load(t).version}") for t in tables)
-    # A table whose step raises anyway: logged, counted, and the others still enqueued.
-    queue.empty()
-    real = worker_ledger.dispatch
+    def test_a_job_rq_cannot_delete_does_not_abort_the_reconcile_pass(
+            self,
+            store: EventStore, queue: Any, worker_ledger: Ledger,
+            monkeypatch: pytest.MonkeyPatch) -> None:
+        """rq's Job.delete raised ValueError ("Execution ... not found") for a job whose
+        execution hash had expired before its registry entry, and that aborted the whole pass:
+        no table after it was enqueued. Such an ended job is now replaced, and any table whose
+        step still raises is logged and counted while the pass goes on."""
+        ledger = Ledger(store, None, seeds=seeded(10))
+        tables = [_waiting_table(ledger) for _ in range(3)]
+        for table_id in tables[:2]:  # an ended job under the id each table now needs
+            version = ledger.load(table_id).version
+            job = queue.enqueue(JOB_ADVANCE, table_id, version,
+                                job_id=rq_job_id(f"advance:{table_id}:{version}"))
+            queue.remove(job)
+            job.set_status(JobStatus.FINISHED)
+            queue.connection.zadd(job.execution_registry.key, {"gone": 4_000_000_000})
+            with pytest.raises(ValueError, match="not found"):  # what rq does with it
+                queue.fetch_job(job.id).delete()
+        done = reconcile.reconcile(worker_ledger)
+        assert (done.waiting, done.enqueued, done.failed) == (3, 3, 0)
+        assert sorted(queue.get_job_ids()) == sorted(
+            rq_job_id(f"advance:{t}:{ledger.load(t).version}") for t in tables)
+        # A table whose step raises anyway: logged, counted, and the others still enqueued.
+        queue.empty()
+        real = worker_ledger.dispatch
 
-    def dispatch(table_id: str, *args: Any, **kw: Any) -> bool:
-        if table_id == tables[0]:
-            raise RuntimeError("boom")
-        return real(table_id, *args, **kw)
+        def dispatch(table_id: str, *args: Any, **kw: Any) -> bool:
+            if table_id == tables[0]:
+                raise RuntimeError("boom")
+            return real(table_id, *args, **kw)
 
-    monkeypatch.setattr(worker_ledger, "dispatch", dispatch)
-    done = reconcile.reconcile(worker_ledger)
-    assert (done.waiting, done.failed) == (3, 1) and done.enqueued == 2
+        monkeypatch.setattr(worker_ledger, "dispatch", dispatch)
+        done = reconcile.reconcile(worker_ledger)
+        assert (done.waiting, done.failed) == (3, 1) and done.enqueued == 2
 
 
 def _advance_jobs(queue: Any) -> list[Any]:

@@ -181,6 +181,31 @@ def kill9(proc: subprocess.Popen[bytes]) -> None:
     proc.wait(timeout=10)
 
 
+def worker_output(proc: subprocess.Popen[bytes], tail: int = 30000) -> str:
+    """The end of a worker's output (killed first if it still runs)."""
+    if proc.poll() is None:
+        kill9(proc)
+    assert proc.stdout is not None
+    return proc.stdout.read().decode(errors="replace")[-tail:]
+
+
+@contextmanager
+def reaped(procs: list[subprocess.Popen[bytes] | None]) -> Iterator[None]:
+    """Worker processes a test started (None: not started yet): their output printed if the
+    test fails, and every one still running killed at the end, whatever happened."""
+    try:
+        yield
+    except BaseException:
+        for proc in procs:
+            if proc is not None:
+                print(worker_output(proc))
+        raise
+    finally:
+        for proc in procs:
+            if proc is not None and proc.poll() is None:
+                kill9(proc)
+
+
 def seeded(seed: int) -> Callable[[], bytes]:
     """Deterministic deal seeds: the same games on every run."""
     rng = random.Random(seed)
