@@ -332,5 +332,12 @@ class BotsOut(Open):
 
 
 class ClubFeedOut(Open):
-    events = fields.List(fields.Dict(), metadata={"description": "each with `stream`"})
-    next = fields.Integer(metadata={"description": "the position to ask ?after= next"})
+    items = fields.List(fields.Dict(), required=True, metadata={
+        "description": "the page's events, each with `stream` (/docs/http, Lists: the same list "
+                       "as `events`)"})
+    events = fields.List(fields.Dict(), required=True, metadata={
+        "description": "the same events as `items` (the table feed's name for them)"})
+    next = fields.Integer(required=True, metadata={
+        "description": "the position to ask ?after= next: never null (a feed has no last "
+                       "page; new events keep coming), the last position this page examined, "
+                       "and ?after= itself when nothing new has come"})

@@ -568,7 +568,12 @@ class ClubFeedResource(MethodView):
         """The club's feed (any club token): its own stream and all its tables' events in
         global position order, as a spectator sees them (no tile of a live hand), each with
         `stream` ("club" or the table id). Follow it with ?after=<the answer's next>, or
-        with Accept: text/event-stream as Server-Sent Events (see /docs/http, Feeds)."""
+        with Accept: text/event-stream as Server-Sent Events (see /docs/http, Feeds).
+
+        The page is both a feed page (`events`, as the table's feed) and a list page
+        (`items`, the same events: /docs/http, Lists). A feed has no last page, so `next` is
+        never null: it is the position to ask ?after= next, the last position this page
+        examined, and equals ?after= when nothing new has come (ask again later)."""
         f, limit, _ = lists.query({"after": _position}, lists.BY_LIMIT)
         after = f.get("after", 0)
         loaded = clubs().load(club_id)
@@ -600,7 +605,7 @@ class ClubFeedResource(MethodView):
         from ledger.app.feed import club_feed
 
         events = club_feed(ledger(), club_id, found)
-        return {"events": events, "next": position}
+        return {"items": events, "events": events, "next": position}
 
 
 def _position(raw: str) -> int:

@@ -270,3 +270,37 @@ def test_a_voided_hand_is_marked_voided_at_every_step_of_its_replay(club: Club):
     assert club.get(t, path="/hands/1").get_json()["hand"]["voided"] is True
     hh = club.get(t, lg.viewer, path="/hands/1/history").get_json()
     assert hh["hand"]["voided"] is True
+
+
+# ---- The club feed reads as a feed page and as a list page ---------------------------------
+
+def test_the_club_feed_answers_items_and_events_and_a_next_that_is_never_null(club: Club):
+    """API.md Lists ({"items", "next"}) and Feeds ({"events", "next"} as the table feed): the
+    same events under both names; `next` is the position to ask ?after= next, so a follower
+    at the head gets its own ?after= back (a null would lose its place), and the spec says
+    so."""
+    lg = League(club)
+    ms = [lg.member(n) for n in ("Ann", "Bob", "Cat", "Dan")]
+    t = lg.table(ms, deal="results")
+    assert club.start(t, {"result": RESULT_A}).status_code == 200
+    seen, after = [], 0
+    while True:
+        page = lg.get(f"/events?after={after}&limit=3").get_json()
+        assert page["items"] == page["events"] and isinstance(page["next"], int)
+        if not page["items"]:
+            assert page["next"] == after  # the head: ask again later from the same place
+            break
+        assert page["next"] == page["items"][-1]["position"] > after
+        seen += page["items"]
+        after = page["next"]
+    assert len(seen) == len({e["position"] for e in seen}) and {e["stream"] for e in seen} \
+        == {"club", t.id}
+    everything = lg.get("/events?limit=500").get_json()
+    assert everything["items"] == seen and everything["next"] == after
+    spec = club.c.get("/openapi.json").get_json()
+    ok = spec["paths"]["/v1/clubs/{club_id}/events"]["get"]["responses"]["200"]
+    ref = ok["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
+    shape = spec["components"]["schemas"][ref]
+    assert {"items", "events", "next"} <= set(shape["required"])
+    assert shape["properties"]["next"]["type"] == "integer"
+    assert "never null" in shape["properties"]["next"]["description"]
