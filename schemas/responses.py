@@ -303,7 +303,12 @@ class ListOut(Open):
 
 class StandingsOut(Open):
     as_of = fields.Integer(metadata={"description": "the global position the rows reflect"})
-    rows = fields.List(fields.Dict())
+    rows = fields.List(fields.Dict(), metadata={
+        "description": "one per member, best first: by chips (pool), or by games_won then "
+                       "points (points; the fewest points first when every row is Rounce). "
+                       "`rank` is standard competition ranking: rows equal on those keys "
+                       "share the better rank and the next counts every row above (1, 1, "
+                       "3); within a tie, by name then member id"})
 
 
 class MemberLedgerOut(Open):

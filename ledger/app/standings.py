@@ -19,7 +19,7 @@ correction may reach) and un-wins its game.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ledger.app.projector import decode
@@ -230,10 +230,28 @@ def standings_rows(rows: Iterable[dict[str, Any]], names: dict[str, str],
     if scoring == "points":
         # RULES §9: Loo for points, the highest score wins; Rounce counts down, the lowest.
         sign = 1 if variants == {"rounce"} else -1
-        ranked.sort(key=lambda r: (-r["games_won"], sign * r["points"], r["name"],
-                                   r["member"]))
+
+        def standing(r: dict[str, Any]) -> tuple[int, ...]:
+            return (-r["games_won"], sign * r["points"])
     else:
-        ranked.sort(key=lambda r: (-r["chips"], -r["games_won"], r["name"], r["member"]))
-    for i, r in enumerate(ranked, 1):
-        r["rank"] = i
-    return ranked
+        def standing(r: dict[str, Any]) -> tuple[int, ...]:
+            return (-r["chips"],)
+    # Within a tie, by name then member id: a stable order that ranks nobody above another.
+    ranked.sort(key=lambda r: (standing(r), r["name"], r["member"]))
+    return competition_ranks(ranked, standing)
+
+
+def competition_ranks(ordered: list[dict[str, Any]],
+                      standing: Callable[[dict[str, Any]], tuple[int, ...]],
+                      ) -> list[dict[str, Any]]:
+    """Standard competition ranking ("1224"): rows whose sort key (API.md Standings: chips;
+    games_won then points) is equal share the better rank, and the next row's rank counts
+    every row above it."""
+    previous: tuple[int, ...] | None = None
+    rank = 0
+    for i, r in enumerate(ordered, 1):
+        key = standing(r)
+        if key != previous:
+            rank, previous = i, key
+        r["rank"] = rank
+    return ordered

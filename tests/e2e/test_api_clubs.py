@@ -358,3 +358,24 @@ def test_the_club_table_list_counts_every_settled_hand_past_the_correction_windo
     assert club.post(t, "/hands/70/void", {"reason": "typo"}).status_code == 200
     (item,) = lg.get("/tables").get_json()["items"]
     assert item["hands"] == 69
+
+
+def test_equal_chips_share_a_rank_in_json_and_csv(club: Club):
+    """API.md Standings ranks by chips (pool): two members with the same chips share the
+    better rank and the next member's rank counts both (1, 1, 3: standard competition
+    ranking), ordered within the tie by name; the CSV says the same ranks."""
+    lg = League(club)
+    ms = [lg.member(n) for n in ("Dan", "Zed", "Amy", "Cat")]
+    t = lg.table(ms, deal="results")
+    tie = {"decisions": {"0": "play", "1": "play", "2": "play", "3": "play"},
+           "tricks": {"0": 1, "1": 2, "2": 2, "3": 0}}  # Zed and Amy: same stake, 2 tricks
+    assert club.start(t, {"result": tie}).status_code == 200
+    rows = lg.get("/standings").get_json()["rows"]
+    chips = {r["name"]: r["chips"] for r in rows}
+    assert chips["Zed"] == chips["Amy"] > chips["Dan"] > chips["Cat"], chips
+    assert [(r["rank"], r["name"]) for r in rows] == [(1, "Amy"), (1, "Zed"), (3, "Dan"),
+                                                      (4, "Cat")]
+    csv_rows = list(csv.DictReader(io.StringIO(
+        lg.get("/standings?format=csv").data.decode())))
+    assert [(int(r["rank"]), r["name"]) for r in csv_rows] == [
+        (r["rank"], r["name"]) for r in rows]

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from ledger.app.clubs import Clubs
 from ledger.app.service import Ledger
-from ledger.app.standings import StandingsProjector
+from ledger.app.standings import StandingsProjector, standings_rows
 from ledger.core import club as cl
 from ledger.core import commands as c
 from ledger.core.errors import LedgerError
@@ -138,3 +138,26 @@ def test_a_game_won_counts_after_its_table_is_closed():
     loaded = clubs.load(club_id)
     for rows in (clubs.standings(loaded)["rows"], clubs.standings_by_scan(loaded)["rows"]):
         assert sum(r["games_won"] for r in rows) == 1
+
+
+def _row(member: str, **figures: int) -> dict:
+    return {"member": member, "season": None, "variant": "loo", "scoring": "pool",
+            "tables": 1} | dict.fromkeys(("hands", "chips", "points", "games_won", "tricks",
+                                          "loos", "looed_chips"), 0) | figures
+
+
+def test_standings_ties_share_a_rank_standard_competition_ranking():
+    """Equal chips (pool), or equal games_won and points (points), share the better rank;
+    the next rank counts every row above (1, 1, 3); within a tie by name, then member id."""
+    names = {"m1": "Bea", "m2": "Ann", "m3": "Cy", "m4": "Ann", "m5": "Di"}
+    pool = [_row("m1", chips=5, games_won=2), _row("m2", chips=5), _row("m3", chips=9),
+            _row("m4", chips=5), _row("m5", chips=-19)]
+    out = standings_rows(pool, names, None, None, None)
+    assert [(r["rank"], r["member"]) for r in out] == [
+        (1, "m3"), (2, "m2"), (2, "m4"), (2, "m1"), (5, "m5")]
+    points = [_row(m, games_won=w, points=p) | {"scoring": "points"}
+              for m, w, p in (("m1", 1, 10), ("m2", 1, 10), ("m3", 1, 12), ("m4", 0, 30),
+                              ("m5", 1, 10))]
+    out = standings_rows(points, names, None, None, "points")
+    assert [(r["rank"], r["member"]) for r in out] == [
+        (1, "m3"), (2, "m2"), (2, "m1"), (2, "m5"), (5, "m4")]
