@@ -99,7 +99,7 @@ def who_calls() -> None:
 
 
 def _write(club_id: str, body: dict[str, Any], decide: Any) -> Loaded:
-    key = idem.key()
+    key = idem.scoped()
     request_hash = idem.fingerprint(None, [bearer() and token_hash(bearer() or ""),
                                            request.get_json(silent=True)]) if key else None
     return clubs().execute(club_id, decide, expected_version=body.get("expected_version"),
@@ -150,7 +150,7 @@ class ClubsResource(MethodView):
                 raise Unauthorized("invalid_token", "creating a club needs the operator token; "
                                    "this is not it")
         new_stream(body, "club_ (new)")
-        key = idem.key()
+        key = idem.scoped()
         request_hash = idem.fingerprint(None, request.get_json(silent=True)) if key else None
         loaded, token = clubs().create(body["name"], key, request_hash)
         return ({"id": loaded.id, "name": loaded.club.name, "version": loaded.version,
@@ -173,7 +173,7 @@ class TokensResource(MethodView):
     @blp.response(201, ClubTokenOut)
     def post(self, body: dict[str, Any], club_id: str) -> Any:
         """Issue a token (owner): owner, scorer (tables, hands, members) or viewer (reads)."""
-        key = idem.key()
+        key = idem.scoped()
         tid = clubs().new_id("tok_", f"token|{club_id}", key)
         token = clubs().new_token(f"token|{club_id}", key)
         _write(club_id, body, lambda club: cl.issue_token(club, tid, body["role"],
@@ -219,7 +219,7 @@ class WebhooksResource(MethodView):
         from ledger.core import events as ev
 
         check_url(body["url"], WebhookConfig.from_env().allow_private)
-        key = idem.key()
+        key = idem.scoped()
         wid = clubs().new_id("wh_", f"webhook|{club_id}", key)
         salt = clubs().new_salt(f"webhook-salt|{club_id}", key)
         hook = ev.WebhookAdded(id=wid, url=body["url"], events=tuple(body["events"]),
@@ -278,7 +278,7 @@ class MembersResource(MethodView):
     @blp.response(201, MemberOut)
     def post(self, body: dict[str, Any], club_id: str) -> Any:
         """Add a member (owner or scorer); external_id is unique in the club (409)."""
-        mid = clubs().new_id("mem_", f"member|{club_id}", idem.key())
+        mid = clubs().new_id("mem_", f"member|{club_id}", idem.scoped())
         loaded = _write(club_id, body, lambda club: cl.join(club, mid, body["name"],
                                                              body["external_id"]))
         return (member_out(loaded.club.member(mid)), 201,
@@ -326,7 +326,7 @@ class SeasonsResource(MethodView):
     @blp.response(201, SeasonOut)
     def post(self, body: dict[str, Any], club_id: str) -> Any:
         """Start a season (owner or scorer)."""
-        sid = clubs().new_id("sea_", f"season|{club_id}", idem.key())
+        sid = clubs().new_id("sea_", f"season|{club_id}", idem.scoped())
         ends = body["ends_on"].isoformat() if body["ends_on"] else None
         loaded = _write(club_id, body, lambda club: cl.start_season(
             club, sid, body["name"], body["starts_on"].isoformat(), ends))

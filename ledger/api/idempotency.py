@@ -22,10 +22,30 @@ def key() -> str | None:
     return raw
 
 
-def scoped(scope: str | None) -> str | None:
-    """The request's key within a tenant (a club): keys of two clubs never meet."""
+def caller() -> str | None:
+    """Whose key it is: a digest of the request's bearer token (checked or not, it is a
+    secret of whoever sends it), or None for a request without one. Not the stored
+    token_hash (events carry those): nobody can name another caller's keys without the
+    token itself."""
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        return None
+    return hashlib.sha256(b"loo-idempotency-caller\0" + token.encode()).hexdigest()[:32]
+
+
+def scoped(scope: str | None = None) -> str | None:
+    """The request's key within its tenant (`scope`: a club) and its caller (its bearer
+    token): keys of two clubs, or of two tokens, never meet. Sent with another token, the
+    same key is another key (its own table, its own secrets), never a replay of someone
+    else's answer, which holds tokens shown once. Without a token a key is the caller's
+    only secret: the same key with the same body replays the first answer, with another
+    body it is a 409 (the fingerprint: method, path, body)."""
     raw = key()
-    return raw if raw is None or scope is None else f"{scope}|{raw}"
+    if raw is None:
+        return None
+    who = caller()
+    return "|".join([p for p in (scope, who and f"by:{who}") if p] + [raw])
 
 
 def fingerprint(viewer: Viewer | None, body: Any) -> str:

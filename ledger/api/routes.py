@@ -41,7 +41,8 @@ IDEMPOTENCY_KEY = {
     "schema": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": "\\S"},
     "description": "Repeating the request with the same key returns the first answer and "
                    "appends nothing; the same key with another body is a 409 "
-                   "idempotency_conflict (see /docs/http, Conventions)."}
+                   "idempotency_conflict (see /docs/http, Conventions). A key is its "
+                   "caller's: sent with another bearer token (or none) it is another key."}
 
 
 def document_idempotency(paths: dict[str, Any]) -> None:

@@ -71,7 +71,8 @@ def create(cmd: c.CreateTable, scope: str | None = None,
            ) -> tuple[str, dict[str, Any], Projection]:
     """Create the table under the request's Idempotency-Key: a repeat finds the same table
     and tokens, and the table as the first request was answered. A club's keys are its own
-    (`scope`: the club id): another club sending the same key creates its own table."""
+    (`scope`: the club id), and a caller's too (idem.scoped): another club, or another
+    token, sending the same key creates its own table."""
     key = idem.scoped(scope)
     request_hash = idem.fingerprint(None, request.get_json(silent=True)) if key else None
     led = ledger()
@@ -125,7 +126,7 @@ class Spectators(MethodView):
     def post(self, body: dict[str, Any], table_id: str) -> Any:
         """A read-only token (admin) for a public link or a club screen: it sees every tile
         of a complete hand and none of a live one, and may write nothing. Shown once."""
-        sid, token = ledger().spectator_token(table_id, idem.key())
+        sid, token = ledger().spectator_token(table_id, idem.scoped())
         _, written = write(table_id, body, lambda v, p: c.AddSpectator(
             sid, token_hash(token), body.get("label")), admin_only=True)
         version = (written.last_version if isinstance(written, IdempotentResult)

@@ -92,7 +92,7 @@ def write(table_id: str, body: dict[str, Any],
         viewer = viewer_for(p)
         if admin_only:
             require_admin(viewer)
-    key = idem.key()
+    key = idem.scoped()
     request_hash = None if key is None else idem.fingerprint(viewer,
                                                              request.get_json(silent=True))
 
