@@ -118,15 +118,16 @@ def verify(cp: dict[str, Any], key: Ed25519PublicKey) -> str | None:
     return None
 
 
-def settled_heads(stored: Sequence[Any]) -> list[Any]:
-    """The stored events a checkpoint names: the last event of each hand's settlement."""
+def settled_heads(events: Sequence[Any]) -> tuple[int, ...]:
+    """Where in `events` (new or stored) the heads a checkpoint names are: the last event of
+    each hand's settlement."""
     out = []
-    for i, s in enumerate(stored):
+    for i, s in enumerate(events):
         if s.type in SETTLEMENT_ENDS:
-            nxt = stored[i + 1] if i + 1 < len(stored) else None
+            nxt = events[i + 1] if i + 1 < len(events) else None
             if nxt is None or nxt.type != "game_won":
-                out.append(s)
-    return out
+                out.append(i)
+    return tuple(out)
 
 
 def describe(cp: dict[str, Any]) -> str:

@@ -429,9 +429,10 @@ def attach_checkpoints(ledger: Ledger, table_id: str, stored: Sequence[StoredEve
                        out: list[dict[str, Any]], fresh: float = CHECKPOINT_FRESH) -> None:
     """Give the event that ends a hand's settlement its checkpoint (`checkpoint`).
 
-    The writer saves a checkpoint right after the append that settles a hand, so a reader
-    may meet the event a moment before its checkpoint (under load tens of ms, with SQLite's
-    busy waits hundreds: the writer queues for the store again). A head committed within
+    A writer saves the checkpoint in the transaction of the append that settles the hand,
+    but one of an earlier release (a rolling upgrade) saved it right after, so a reader may
+    meet the event a moment before its checkpoint (under load tens of ms, with SQLite's
+    busy waits hundreds: the writer queued for the store again). A head committed within
     `fresh` seconds whose checkpoint is not saved yet gets the one its writer is saving,
     signed here (Ledger.checkpoint: the same bytes), instead of the reader waiting for it
     and holding every later event back meanwhile. An older head without one is left so (its

@@ -31,6 +31,7 @@ from ledger.store.base import (
     EventStore,
     IdempotencyConflict,
     IdempotentResult,
+    NewCheckpoints,
     NewEvent,
     StoredEvent,
     VersionConflict,
@@ -313,9 +314,9 @@ class Ledger:
             more, proj, _failure = self._follow_ups(proj)
             new += more
         stored = self.store.append(table_id, new, version, idempotency_key=idempotency_key,
-                                   request_hash=request_hash)
+                                   request_hash=request_hash,
+                                   checkpoints=self.new_checkpoints(table_id, new))
         self._remember(table_id, proj)
-        self.publish_checkpoints(table_id, stored)
         self.committed(proj.table.club)
         return Outcome(version + 1, stored, proj)
 
@@ -424,12 +425,12 @@ class Ledger:
                     new += self._envelopes(p, events, follow_cause)
                     p = fold(enumerate(events, p.version + 1), p)
         try:
-            stored = self.store.append(table_id, new, 0, idempotency_key=idempotency_key,
-                                       request_hash=request_hash)
+            self.store.append(table_id, new, 0, idempotency_key=idempotency_key,
+                              request_hash=request_hash,
+                              checkpoints=self.new_checkpoints(table_id, new))
         except (AlreadyApplied, VersionConflict):  # a concurrent request with the key won
             return self._created_by_the_winner(table_id, tokens, idempotency_key, request_hash)
         self._remember(table_id, p)
-        self.publish_checkpoints(table_id, stored)
         self.committed(p.table.club)
         return table_id, tokens, p
 
@@ -446,25 +447,31 @@ class Ledger:
         return table_id, tokens, self.load(table_id)
 
     # ---- checkpoints ----------------------------------------------------------------------
-    def publish_checkpoints(self, table_id: str, stored: Sequence[StoredEvent]) -> None:
-        """Sign and keep the head after each hand these events settle (API.md "Checkpoints").
+    def new_checkpoints(self, table_id: str,
+                        new: Sequence[NewEvent]) -> NewCheckpoints | None:
+        """The signed heads the append of `new` keeps, one after each hand it settles (API.md
+        "Checkpoints"), saved in the append's own transaction: no commit of their own, and
+        never a settled hand committed without its checkpoint.
 
         Kept beside the events, not among them: deleting a table's last events then leaves
-        the checkpoint naming them, and the audit fails (a process that dies between the
-        append and this keeps its events; the next hand's checkpoint covers them).
+        the checkpoint naming them, and the audit fails.
         """
-        for head in settled_heads(stored):
-            self.store.save_checkpoint(table_id, head.version, self.checkpoint(table_id, head))
+        heads = settled_heads(new)
+        if not heads:
+            return None
+        return NewCheckpoints(heads, lambda version, hash_, at: self.signer.sign(
+            table_id, version, hash_, at=at))
 
     def checkpoint(self, table_id: str, head: StoredEvent) -> dict[str, Any]:
         """The signed checkpoint naming `head`, the last event of a hand's settlement. Its
         `at` is the head's recorded_at, so every process signing one head signs the same
-        bytes (Ed25519 is deterministic): a feed that meets the head before its writer has
-        saved the checkpoint serves the very one the writer saves (ledger/app/feed.py)."""
-        cp = self.signer.sign(table_id, head.version, head.hash, at=head.recorded_at)
-        # Not signed: where the feed places it (right after the event it names).
-        cp["position"] = head.position
-        return cp
+        bytes (Ed25519 is deterministic): a feed that meets the head without its checkpoint
+        (saved after the commit by a writer of an earlier release) serves the very one that
+        writer saves (ledger/app/feed.py)."""
+        # As new_checkpoints has the store keep it: `position`, not signed, is where the feed
+        # places it (right after the event it names).
+        return {**self.signer.sign(table_id, head.version, head.hash, at=head.recorded_at),
+                "position": head.position}
 
     def checkpoints(self, table_id: str, up_to_version: int | None = None) -> list[dict[str, Any]]:
         """The table's checkpoints, oldest first."""
@@ -563,11 +570,11 @@ class Ledger:
         new, after, failure = self._follow_ups(p, max_steps)
         if new:
             try:
-                stored = self.store.append(table_id, new, p.version)
+                stored = self.store.append(table_id, new, p.version,
+                                           checkpoints=self.new_checkpoints(table_id, new))
             except VersionConflict:
                 return "stale"
             self._remember(table_id, after)
-            self.publish_checkpoints(table_id, stored)
             self.committed(after.table.club)
         if failure is not None:
             raise failure  # the steps before it stand; the job fails and is retried

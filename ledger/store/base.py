@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -33,6 +33,22 @@ class StoredEvent:
     causation: str | None
     prev_hash: str
     hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class NewCheckpoints:
+    """Checkpoints an append saves in its own transaction, naming events of its batch: for
+    each of `indexes` (0-based), `sign(version, hash, recorded_at)` of that event gives the
+    data kept, with the event's `position` added (as `checkpoints` returns it; a version that
+    has one already keeps it). Nothing is saved when the append fails, and the events never
+    commit without them."""
+
+    indexes: tuple[int, ...]
+    sign: Callable[[int, str, str], dict[str, Any]]
+
+    def data(self, head: StoredEvent) -> dict[str, Any]:
+        """What is kept for `head`, an event of the batch as stored."""
+        return {**self.sign(head.version, head.hash, head.recorded_at), "position": head.position}
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,10 +121,11 @@ class EventStore(Protocol):
         ...
 
     def append(self, table_id: str, events: Sequence[NewEvent], expected_version: int, *,
-               idempotency_key: str | None = None,
-               request_hash: str | None = None) -> list[StoredEvent]:
-        """All or nothing. An already used key raises AlreadyApplied/IdempotencyConflict
-        (checked first), else a stale expected_version raises VersionConflict."""
+               idempotency_key: str | None = None, request_hash: str | None = None,
+               checkpoints: NewCheckpoints | None = None) -> list[StoredEvent]:
+        """All or nothing, `checkpoints` included. An already used key raises
+        AlreadyApplied/IdempotencyConflict (checked first), else a stale expected_version
+        raises VersionConflict."""
         ...
 
     def load(self, table_id: str, after_version: int = 0,

@@ -12,6 +12,7 @@ from ledger.store.base import (
     AlreadyApplied,
     IdempotencyConflict,
     IdempotentResult,
+    NewCheckpoints,
     NewEvent,
     StoredEvent,
     VersionConflict,
@@ -41,8 +42,8 @@ class MemoryStore:
         return None
 
     def append(self, table_id: str, events: Sequence[NewEvent], expected_version: int, *,
-               idempotency_key: str | None = None,
-               request_hash: str | None = None) -> list[StoredEvent]:
+               idempotency_key: str | None = None, request_hash: str | None = None,
+               checkpoints: NewCheckpoints | None = None) -> list[StoredEvent]:
         request_hash = request_hash or ""
         with self._lock:
             if idempotency_key is not None:
@@ -58,6 +59,11 @@ class MemoryStore:
                 return []
             sealed = seal(table_id, expected_version, rows[-1].hash if rows else GENESIS, events)
             out = positioned(table_id, sealed, len(self._all) + 1)
+            # Signed before anything is kept: a failing sign appends nothing.
+            signed = [(out[i].version, checkpoints.data(out[i]))
+                      for i in checkpoints.indexes] if checkpoints else []
+            for version, data in signed:
+                self._checkpoints.setdefault(table_id, {}).setdefault(version, data)
             self._tables.setdefault(table_id, []).extend(out)
             self._all.extend(out)
             if idempotency_key is not None:

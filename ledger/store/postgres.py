@@ -36,6 +36,12 @@ the cached head is a fact (events are immutable): a database restored or failed 
 replica behind would otherwise take a gap in a chain (it costs 15-20% of the statement's
 server instructions).
 
+Checkpoints an append carries (`NewCheckpoints`, a settled hand's signed head) are written
+by the append's own statement (a data-modifying WITH), signed before it: one round trip and
+one commit, as any append (saved after it, they cost a second statement and commit; an
+explicit transaction in psycopg's pipeline mode took five round trips). Their data holds the
+event's position, which only the statement knows: it joins their canonical JSON around it.
+
 Why not a counter row: its lock is held until commit, so commits (and their WAL
 flushes) queue one behind the other; measured here at 8 clients it reached 0.3-0.5 of
 bare inserts, while transaction-id positions need no shared lock at all.
@@ -73,6 +79,7 @@ from ledger.store.base import (
     AlreadyApplied,
     IdempotencyConflict,
     IdempotentResult,
+    NewCheckpoints,
     NewEvent,
     StoredEvent,
     StoreError,
@@ -142,6 +149,7 @@ _CHECKED_MAX = 8  # events in one append through the single checked INSERT
 _CHECKED_ROW = ("(%s::int, %s::int, %s::text, %s::int, %s::jsonb, %s::text, %s::text, %s::text,"
                 " %s::text)")
 _HEAD_CACHE_SIZE = 10_000
+_SAVE_CHECKPOINT = "INSERT INTO checkpoints VALUES (%s, %s, %s) ON CONFLICT DO NOTHING"
 
 
 def _payload(sealed: list[Sealed]) -> str:
@@ -163,19 +171,63 @@ _ONTO = (" WHERE EXISTS (SELECT FROM events WHERE table_id = %s::text AND versio
          " AND hash = %s::text)")
 
 
-@lru_cache(maxsize=2 * _CHECKED_MAX)
-def _checked_insert(n: int, onto_genesis: bool) -> str:
-    """One INSERT of n events that writes them only onto the expected head (see above)."""
+@lru_cache(maxsize=8 * _CHECKED_MAX)
+def _checked_insert(n: int, onto_genesis: bool, checkpoints: int = 0) -> str:
+    """One INSERT of n events that writes them only onto the expected head (see above), and
+    of `checkpoints` checkpoints naming some of them (`_checkpoint_params`)."""
     check = "" if onto_genesis else _ONTO
     if n == 1:  # nearly every move: no VALUES list to join
-        return (f"{_INSERT} SELECT %s::text, %s::int, {_XID} + 1, %s::text, %s::int, %s::jsonb,"
-                f" %s::text, %s::text, %s::text, %s::text FROM (SELECT {_WRITING}) AS writing"
-                f"{check} RETURNING position")
-    return (f"{_INSERT} SELECT %s::text, e.version, {_XID} + e.i, e.type, e.hand, e.data,"
-            " e.causation, e.recorded_at, e.prev_hash, e.hash"
-            f" FROM (SELECT {_WRITING}) AS writing, (VALUES {', '.join([_CHECKED_ROW] * n)})"
-            " AS e(i, version, type, hand, data, causation, recorded_at, prev_hash, hash)"
-            f"{check} RETURNING position")
+        insert = (f"{_INSERT} SELECT %s::text, %s::int, {_XID} + 1, %s::text, %s::int,"
+                  " %s::jsonb, %s::text, %s::text, %s::text, %s::text"
+                  f" FROM (SELECT {_WRITING}) AS writing{check}")
+    else:
+        insert = (f"{_INSERT} SELECT %s::text, e.version, {_XID} + e.i, e.type, e.hand, e.data,"
+                  " e.causation, e.recorded_at, e.prev_hash, e.hash FROM (SELECT"
+                  f" {_WRITING}) AS writing, (VALUES {', '.join([_CHECKED_ROW] * n)})"
+                  " AS e(i, version, type, hand, data, causation, recorded_at, prev_hash,"
+                  f" hash){check}")
+    if not checkpoints:
+        return f"{insert} RETURNING position"
+    # A data-modifying WITH runs once whether or not the query reads it; it writes nothing
+    # when the INSERT refused (no rows), so the statement still returns none.
+    return (f"WITH e AS ({insert} RETURNING version, position),"
+            " c AS (INSERT INTO checkpoints SELECT %s::text, e.version,"
+            " k.pre || e.position::text || k.post FROM e JOIN (VALUES"
+            f" {', '.join(['(%s::int, %s::text, %s::text)'] * checkpoints)})"
+            " AS k(version, pre, post) ON k.version = e.version ON CONFLICT DO NOTHING)"
+            " SELECT position FROM e")
+
+
+@lru_cache(maxsize=8)
+def _append_with_checkpoints(checkpoints: int) -> str:
+    """_APPEND, and `checkpoints` checkpoints naming events of its batch (at index i of the
+    batch: position first + i), in the same statement."""
+    return ("WITH a AS MATERIALIZED (SELECT loo_append(%s, %s, %s, %s::jsonb, %s, %s) AS first"
+            f" FROM (SELECT {_WRITING}) AS writing),"
+            " c AS (INSERT INTO checkpoints SELECT %s::text, k.version,"
+            " k.pre || (a.first + k.i)::text || k.post FROM a, (VALUES"
+            f" {', '.join(['(%s::int, %s::int, %s::text, %s::text)'] * checkpoints)})"
+            " AS k(i, version, pre, post) ON CONFLICT DO NOTHING)"
+            " SELECT first FROM a")
+
+
+def _around_position(data: dict[str, Any]) -> tuple[str, str]:
+    """canonical_json of `data` with a "position" added, as the text before and after its
+    value: the statement that gives the event its position joins them around it."""
+    before = {k: v for k, v in data.items() if k < "position"}
+    after = {k: v for k, v in data.items() if k > "position"}
+    pre = canonical_json(before)[:-1] + ("," if before else "") + '"position":'
+    return pre, ("," + canonical_json(after)[1:]) if after else "}"
+
+
+def _checkpoint_params(table_id: str, sealed: list[Sealed], checkpoints: NewCheckpoints,
+                       with_index: bool) -> list[Any]:
+    params: list[Any] = [table_id]
+    for i in checkpoints.indexes:
+        s = sealed[i]
+        pre, post = _around_position(checkpoints.sign(s.version, s.hash, s.recorded_at))
+        params += (i, s.version, pre, post) if with_index else (s.version, pre, post)
+    return params
 
 
 def _checked_params(table_id: str, expected_version: int, prev: str,
@@ -322,20 +374,25 @@ class PostgresStore:
 
     # ---- writes ---------------------------------------------------------------------------
     def append(self, table_id: str, events: Sequence[NewEvent], expected_version: int, *,
-               idempotency_key: str | None = None,
-               request_hash: str | None = None) -> list[StoredEvent]:
+               idempotency_key: str | None = None, request_hash: str | None = None,
+               checkpoints: NewCheckpoints | None = None) -> list[StoredEvent]:
         request_hash = request_hash or ""
         if not events:
             return self._append_nothing(table_id, expected_version, idempotency_key,
                                         request_hash)
         prev = self._head_hash(table_id, expected_version)
+        # With checkpoints too, one statement: they are signed before it (their data does not
+        # hold the position, which only the statement gives) and written by it.
+        k = len(checkpoints.indexes) if checkpoints is not None else 0
         if idempotency_key is None and len(events) <= _CHECKED_MAX:
             sealed = seal(table_id, expected_version, prev, events)
+            params = _checked_params(table_id, expected_version, prev, sealed)
+            if checkpoints is not None:
+                params += _checkpoint_params(table_id, sealed, checkpoints, with_index=False)
             try:
                 with self._conn() as conn:
-                    rows = conn.execute(
-                        _checked_insert(len(sealed), expected_version == 0),
-                        _checked_params(table_id, expected_version, prev, sealed)).fetchall()
+                    rows = conn.execute(_checked_insert(len(sealed), expected_version == 0, k),
+                                        params).fetchall()
             except psycopg.Error as err:
                 raise self._translate(err, table_id, expected_version, None,
                                       request_hash) from None
@@ -347,11 +404,14 @@ class PostgresStore:
             # Refused: a stale version or cached hash; loo_append says which (or succeeds).
         for _ in range(2):  # a second pass only when the cached head hash was wrong
             sealed = seal(table_id, expected_version, prev, events)
+            params = [table_id, expected_version, prev, _payload(sealed), idempotency_key,
+                      request_hash]
+            if checkpoints is not None:
+                params += _checkpoint_params(table_id, sealed, checkpoints, with_index=True)
             try:
                 with self._conn() as conn:
-                    row = conn.execute(_APPEND, (table_id, expected_version, prev,
-                                                 _payload(sealed), idempotency_key,
-                                                 request_hash)).fetchone()
+                    row = conn.execute(_append_with_checkpoints(k) if k else _APPEND,
+                                       params).fetchone()
             except psycopg.Error as err:
                 if err.sqlstate == "LO412" and err.diag.message_detail:
                     prev = err.diag.message_detail
@@ -474,8 +534,7 @@ class PostgresStore:
 
     def save_checkpoint(self, table_id: str, version: int, data: dict[str, Any]) -> None:
         with self._conn() as conn:
-            conn.execute("INSERT INTO checkpoints VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
-                         (table_id, version, canonical_json(data)))
+            conn.execute(_SAVE_CHECKPOINT, (table_id, version, canonical_json(data)))
 
     def checkpoints(self, table_id: str) -> list[dict[str, Any]]:
         with self._conn() as conn:

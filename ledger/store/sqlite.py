@@ -24,6 +24,7 @@ from ledger.store.base import (
     AlreadyApplied,
     IdempotencyConflict,
     IdempotentResult,
+    NewCheckpoints,
     NewEvent,
     StoredEvent,
     StoreUnavailable,
@@ -40,6 +41,7 @@ _IDEM = ("SELECT key, request_hash, first_version, last_version FROM idempotency
          " WHERE table_id = ? AND key = ?")
 _INSERT = ("INSERT INTO events (table_id, version, position, type, hand, data, causation,"
            " recorded_at, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+_CHECKPOINT = "INSERT OR IGNORE INTO checkpoints VALUES (?, ?, ?)"
 _WEBHOOK_COLS = "webhook_id, club_id, position, attempt, retry_at, lease_owner, lease_until"
 _WEBHOOK_KEYS = tuple(_WEBHOOK_COLS.split(", "))
 _MAX_IDLE = 8
@@ -126,8 +128,8 @@ class SqliteStore:
 
     # ---- writes ---------------------------------------------------------------------------
     def append(self, table_id: str, events: Sequence[NewEvent], expected_version: int, *,
-               idempotency_key: str | None = None,
-               request_hash: str | None = None) -> list[StoredEvent]:
+               idempotency_key: str | None = None, request_hash: str | None = None,
+               checkpoints: NewCheckpoints | None = None) -> list[StoredEvent]:
         request_hash = request_hash or ""
         with self._conn() as conn:
             conn.execute("BEGIN IMMEDIATE")  # the write lock first: nothing read goes stale
@@ -152,10 +154,15 @@ class SqliteStore:
                 conn.execute("INSERT INTO idempotency VALUES (?, ?, ?, ?, ?)",
                              (table_id, idempotency_key, request_hash, sealed[0].version,
                               sealed[-1].version))
+            out = positioned(table_id, sealed, last + 1)
+            if checkpoints is not None:
+                conn.executemany(_CHECKPOINT, [
+                    (table_id, out[i].version, canonical_json(checkpoints.data(out[i])))
+                    for i in checkpoints.indexes])
             conn.execute("COMMIT")
         if self._watch is not None:
             self._watch.bump(last + len(sealed))
-        return positioned(table_id, sealed, last + 1)
+        return out
 
     def watch(self) -> Watch:
         with self._lock:
@@ -215,8 +222,7 @@ class SqliteStore:
 
     def save_checkpoint(self, table_id: str, version: int, data: dict[str, Any]) -> None:
         with self._conn() as conn:
-            conn.execute("INSERT OR IGNORE INTO checkpoints VALUES (?, ?, ?)",
-                         (table_id, version, canonical_json(data)))
+            conn.execute(_CHECKPOINT, (table_id, version, canonical_json(data)))
 
     def checkpoints(self, table_id: str) -> list[dict[str, Any]]:
         with self._conn() as conn:

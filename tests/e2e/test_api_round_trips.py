@@ -58,13 +58,12 @@ def test_every_action_is_one_append_even_the_one_that_settles_and_deals(pg_app, 
     assert kinds == {"loo_append", "insert"}  # both ways in were taken
     assert view["legal_actions"], "hand 3 was dealt and waits for a person"
     # The store's one-statement append: the checked INSERT, or loo_append for big batches;
-    # an action that settles a hand then keeps its signed checkpoint (API.md "Checkpoints"),
-    # once the head it names is committed.
-    appends = [[q for q in sent if "INSERT INTO checkpoints" not in q] for sent in per_action]
+    # an action that settles a hand keeps its signed checkpoint (API.md "Checkpoints") in
+    # that same statement: no second statement, no second commit.
     assert all(len(sent) == 1 and ("loo_append" in sent[0] or "INSERT INTO events" in sent[0])
-               for sent in appends), [sent for sent in appends if len(sent) != 1]
-    settling = [sent for sent in per_action if any("INSERT INTO checkpoints" in q for q in sent)]
-    assert len(settling) == 2 and all(len(sent) == 2 for sent in settling)
+               for sent in per_action), [sent for sent in per_action if len(sent) != 1]
+    settling = [sent for sent in per_action if "INSERT INTO checkpoints" in sent[0]]
+    assert len(settling) == 2
     types = [e["type"] for e in answer["events"]]
     assert "hand_settled" in types and types[-1] != "hand_settled"  # and the next deal
     assert club.get(t, path="/audit").get_json()["ok"]

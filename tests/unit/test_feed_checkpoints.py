@@ -1,8 +1,9 @@
 """The event ending a settled hand carries its checkpoint in the feeds (API.md Checkpoints),
-even when a reader meets it before its writer has saved one: the reader gets the very
-checkpoint the writer saves (a checkpoint's `at` is its head's recorded_at, and Ed25519 is
-deterministic), without waiting for it; an old head without one is never signed by a
-reader."""
+even when a reader meets it before a checkpoint is saved (a writer now saves it in the
+append's transaction; one of an earlier release saved it after its commit): the reader gets
+the very checkpoint the writer saves (a checkpoint's `at` is its head's recorded_at, and
+Ed25519 is deterministic), without waiting for it; an old head without one is never signed
+by a reader."""
 
 from __future__ import annotations
 
@@ -20,18 +21,21 @@ from tests.unit.test_service import MANUAL, bots, make_ledger
 
 def _settled_before_its_checkpoint() -> tuple[Any, str, list[Any], list[Any]]:
     """A ledger whose table's first hand is settled, its writer's checkpoint not saved yet
-    (held back; the last item saves it)."""
+    (held back, as a writer of an earlier release did until after its commit; the last item
+    is what it saves)."""
     led = make_ledger()
     held: list[Any] = []
-    save = led.store.save_checkpoint
-    led.store.save_checkpoint = lambda *args: held.append(args)  # type: ignore[method-assign]
+    made = led.new_checkpoints
+    led.new_checkpoints = lambda tid, new: held.append(made(tid, new))  # type: ignore[method-assign]
     tid, _tokens, _ = led.create_table(c.CreateTable("loo", "pool", bots(4), 0, "shuffled",
                                                      MANUAL))
     led.execute(tid, c.StartHand())
-    led.store.save_checkpoint = save  # type: ignore[method-assign]
+    del led.new_checkpoints
     stored = led.store.load(tid)
-    assert stored[-1].type == "hand_settled" and led.checkpoints(tid) == [] and held
-    return led, tid, stored, held
+    assert stored[-1].type == "hand_settled" and led.checkpoints(tid) == []
+    assert held[-1] is not None and held[-1].indexes
+    head = stored[-1]
+    return led, tid, stored, [(tid, head.version, held[-1].data(head))]
 
 
 def test_a_fresh_settled_head_gets_the_checkpoint_its_writer_is_saving() -> None:
