@@ -530,10 +530,9 @@ class ClubHistoryResource(MethodView):
         ?until= (dates, inclusive) the tables created in that range."""
         from datetime import date
 
-        import orjson
         from flask import stream_with_context
 
-        from ledger.app.history import table_history
+        from ledger.app.history import table_history_ndjson
 
         def day(raw: str) -> str:
             return date.fromisoformat(raw).isoformat()
@@ -549,10 +548,9 @@ class ClubHistoryResource(MethodView):
             for link in links:
                 up_to = led.version(link.table_id)
                 checkpoints = led.checkpoints(link.table_id, up_to)
-                for doc in table_history(link.table_id,
-                                         lambda a, b, t=link.table_id: led.events(t, a, b),
-                                         up_to, checkpoints):
-                    yield orjson.dumps(doc) + b"\n"
+                yield from table_history_ndjson(
+                    link.table_id, lambda a, b, t=link.table_id: led.raw_events(t, a, b),
+                    up_to, checkpoints)
 
         return Response(stream_with_context(lines()), mimetype="application/x-ndjson")
 

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import orjson
 from flask import Response, stream_with_context
 from flask.views import MethodView
 
 from ledger.api import lists
 from ledger.api.auth import ledger, viewer_for
 from ledger.api.blueprint import Blueprint
-from ledger.app.history import hand_document, hand_events, table_history
+from ledger.app.history import hand_document, hand_events, table_history_ndjson
 from ledger.app.projector import project
 from ledger.core.errors import Conflict, NotFound
 from schemas.responses import HandHistoryOut
@@ -59,10 +57,6 @@ class TableHistory(MethodView):
         up_to = p.version
         checkpoints = led.checkpoints(table_id, up_to)
 
-        def lines() -> Iterator[bytes]:
-            docs = table_history(table_id, lambda a, b: led.events(table_id, a, b), up_to,
-                                 checkpoints)
-            for doc in docs:
-                yield orjson.dumps(doc) + b"\n"
-
-        return Response(stream_with_context(lines()), mimetype=NDJSON)
+        lines = table_history_ndjson(table_id, lambda a, b: led.raw_events(table_id, a, b),
+                                     up_to, checkpoints)
+        return Response(stream_with_context(lines), mimetype=NDJSON)

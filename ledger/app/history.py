@@ -12,11 +12,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from ledger.app.projector import chip_ledger, decode
 from ledger.core import events as ev
 from ledger.core.rules import table as tb
 from ledger.core.rules.actions import Action, Decide, Discard, Play
 from ledger.core.rules.tiles import NAMES
+from ledger.store.base import RawEvent
+from ledger.store.bulk import gc_paused, load_json
 
 FORMAT, SPEC_VERSION = "loo-hh", "1.0"
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "schemas" / "loo-hh-1.0.schema.json"
@@ -34,17 +38,14 @@ def schema() -> dict[str, Any]:
     return json.loads(schema_text())
 
 
-def event_json(s: Any) -> dict[str, Any]:
-    """A stored event with everything its hash covers, and the hash."""
-    return events_json((s,))[0]
-
-
-def events_json(stored: Sequence[Any]) -> list[dict[str, Any]]:
-    """`event_json` of each (in one comprehension: a hand's hundred events, every export)."""
-    return [{"table_id": s.table_id, "version": s.version, "position": s.position,
-             "type": s.type, "hand": s.hand, "data": s.data, "causation": s.causation,
+def events_json(table_id: str, stored: Sequence[Any], datas: Sequence[Any],
+                ) -> list[dict[str, Any]]:
+    """`event_json` of each of a table's events, with `datas` (each one's data as the file
+    holds it) in one comprehension: a hand's hundred events, every export."""
+    return [{"table_id": table_id, "version": s.version, "position": s.position,
+             "type": s.type, "hand": s.hand, "data": d, "causation": s.causation,
              "recorded_at": s.recorded_at, "hash": s.hash, "prev_hash": s.prev_hash}
-            for s in stored]
+            for s, d in zip(stored, datas, strict=True)]
 
 
 def actions_of(events: Sequence[ev.Event], ordered: bool,
@@ -106,16 +107,18 @@ def complete(events: Sequence[Any]) -> bool:
 def hand_document(table_id: str, before: tb.Table, stored: Sequence[Any],
                   checkpoint: dict[str, Any] | None = None) -> dict[str, Any]:
     """The loo-hh 1.0 file of one complete hand. `before`: the table before its hand_started."""
-    decoded = [decode(s) for s in stored]
-    return _document(table_id, before, stored, decoded, tb.replay(decoded, before), checkpoint)
+    return _document(table_id, before, stored, [decode(s) for s in stored],
+                     [s.data for s in stored], checkpoint)
 
 
 def _document(table_id: str, before: tb.Table, stored: Sequence[Any],
-              decoded: Sequence[ev.Event], t: tb.Table,
+              decoded: Sequence[ev.Event], datas: Sequence[Any],
               checkpoint: dict[str, Any] | None) -> dict[str, Any]:
-    """hand_document, given the decoded events and the table after them."""
-    h = t.hand
-    assert h is not None
+    """hand_document, given the decoded events and each one's data as the file holds it.
+
+    What the file says of the hand's play (decisions, tricks, a win without play) is read
+    from its events, as the hand's fold sets it (tests/unit/test_history.py holds the two
+    equal): the export folds only the table, not every move."""
     # The first event of each type, in one pass (the later ones are overwritten).
     first: dict[type, Any] = {type(e): e for e in reversed(decoded)}
     started: ev.HandStarted = first[ev.HandStarted]
@@ -126,13 +129,29 @@ def _document(table_id: str, before: tb.Table, stored: Sequence[Any],
     won: ev.GameWon | None = first.get(ev.GameWon)
     opts = before.opts
     n = opts.players
+    decisions: list[str | None] = [None] * n
+    tricks: list[dict[str, Any]] = []
+    without_play = None
+    decided, trick_won = ev.PlayerDecided, ev.TrickWon
+    for e in decoded:
+        kind = type(e)
+        if kind is decided:
+            decisions[e.seat] = e.choice  # type: ignore[attr-defined]
+        elif kind is trick_won:
+            plays = e.plays  # type: ignore[attr-defined]
+            tricks.append({"trick": len(tricks) + 1, "leader": plays[0][0],
+                           "suit": e.suit,  # type: ignore[attr-defined]
+                           "plays": [{"seat": s, "tile": NAMES[x]} for s, x in plays],
+                           "winner": e.seat})  # type: ignore[attr-defined]
+        elif kind is ev.HandWonWithoutPlay:
+            without_play = e.seat  # type: ignore[attr-defined]
     result: dict[str, Any] = {
-        "decisions": {str(s): d for s, d in enumerate(h.decisions) if d is not None},
+        "decisions": {str(s): d for s, d in enumerate(decisions) if d is not None},
         "tricks": {str(s): k for s, k in enumerate(done.tricks_won)},
         "for_pool": done.for_pool, "looed": list(done.looed),
     }
-    if h.won_without_play is not None:
-        result["won_without_play"] = h.won_without_play
+    if without_play is not None:
+        result["won_without_play"] = without_play
     if won is not None:
         result["winner"] = won.seat
     hand: dict[str, Any] = {
@@ -144,29 +163,25 @@ def _document(table_id: str, before: tb.Table, stored: Sequence[Any],
         "turn_up": NAMES[turned.tile] if turned else None,
         "trump": turned.trump if turned else None,
         # results hands have no moves: their decisions and tricks are the result
-        "actions": _actions(decoded, h.ordered) if started.mode != "results" else [],
-        "tricks": [{"trick": i + 1, "leader": tr.leader, "suit": tr.suit,
-                    "plays": [{"seat": s, "tile": NAMES[x]} for s, x in tr.plays],
-                    "winner": tr.winner} for i, tr in enumerate(h.tricks)],
+        "actions": (_actions(decoded, dealt.ordered if dealt is not None else True)
+                    if started.mode != "results" else []),
+        "tricks": tricks,
         "result": result,
         "voided": ev.HandVoided in first,
         "before": {"pool": before.pool, "balances": {str(s): b for s, b in
                                                       enumerate(before.balances)},
                    "scores": {str(s): b for s, b in enumerate(before.scores)}},
     }
-    book = chip_ledger(stored, n, decoded)
     if opts.scoring == "pool":
         hand["transfers"] = [{"hand": x["hand"], "version": x["version"], "from": x["from"],
                               "to": x["to"], "amount": x["amount"], "reason": x["reason"]}
-                             for x in book["transfers"]]
+                             for x in chip_ledger(stored, n, decoded)["transfers"]]
     else:
-        hand["scores"] = []
-        for s in stored:
-            e = decode(s) if s.type == "points_scored" else None
-            if isinstance(e, ev.PointsScored):
-                hand["scores"] += [{"hand": s.hand, "version": s.version, "seat": seat,
-                                    "delta": delta, "reason": reason}
-                                   for seat, delta, reason in e.deltas]
+        hand["scores"] = [{"hand": s.hand, "version": s.version, "seat": seat,
+                           "delta": delta, "reason": reason}
+                          for s, e in zip(stored, decoded, strict=True)
+                          if type(e) is ev.PointsScored
+                          for seat, delta, reason in e.deltas]
     seats = []
     for s in range(n):
         seat: dict[str, Any] = {"seat": s, "name": before.names[s]}
@@ -180,7 +195,7 @@ def _document(table_id: str, before: tb.Table, stored: Sequence[Any],
         "table": {"id": table_id, "variant": opts.variant, "scoring": opts.scoring,
                   "deal": opts.deal, "options": opts.to_dict(), "seats": seats},
         "hand": hand,
-        "events": events_json(stored),
+        "events": events_json(table_id, stored, datas),
     }
     if checkpoint is not None:
         doc["checkpoint"] = checkpoint
@@ -195,19 +210,46 @@ def hand_events(stored: Sequence[Any], number: int) -> list[Any]:
             and (s.hand == number or s.hand is None and s.type in ev.ASIDE)]
 
 
-def table_history(table_id: str, load: Callable[[int, int], Sequence[Any]], up_to: int,
+def table_history(table_id: str, load: Callable[[int, int], Sequence[RawEvent]], up_to: int,
                   checkpoints: Sequence[dict[str, Any]] = (),
                   numbers: Callable[[int], bool] = lambda n: True,
                   ) -> Iterator[dict[str, Any]]:
-    """One file per complete hand of a table, in order; `load(after, up_to)` reads events.
+    """One file per complete hand of a table, in order; `load(after, up_to)` reads events
+    (the store's load_raw). `numbers` picks hands."""
+    return _files(table_id, load, up_to, checkpoints, numbers, encoded=False)
 
-    Only one hand's events and the folded table are held at a time; `numbers` picks hands.
-    Each event is decoded once; a hand is folded in one batch.
+
+def table_history_ndjson(table_id: str, load: Callable[[int, int], Sequence[RawEvent]],
+                         up_to: int, checkpoints: Sequence[dict[str, Any]] = (),
+                         numbers: Callable[[int], bool] = lambda n: True,
+                         ) -> Iterator[bytes]:
+    """table_history's files as NDJSON lines, what the history endpoints and `loo export`
+    write: each line orjson.dumps of the file. Recurring events' data are encoded once
+    per export (orjson.Fragment), so the same bytes come out with less work."""
+    dumps, newline = orjson.dumps, orjson.OPT_APPEND_NEWLINE
+    docs = _files(table_id, load, up_to, checkpoints, numbers, encoded=True)
+    while True:
+        with gc_paused():  # a hand's objects are acyclic; never paused across a yield
+            doc = next(docs, None)
+            if doc is None:
+                return
+            line = dumps(doc, option=newline)
+            del doc  # freed here: the collection that follows finds little to look at
+        yield line
+
+
+def _files(table_id: str, load: Callable[[int, int], Sequence[RawEvent]], up_to: int,
+           checkpoints: Sequence[dict[str, Any]], numbers: Callable[[int], bool],
+           encoded: bool) -> Iterator[dict[str, Any]]:
+    """table_history; `encoded`: recurring events' data as orjson Fragments.
+
+    Only one hand's events and the folded table are held at a time (constant memory); each
+    event is decoded once, its JSON parsed at most once; a hand is folded in one batch.
     """
     by_version = {cp["version"]: cp for cp in checkpoints}
-    memo: dict[tuple[Any, ...], ev.Event] = {}
+    memo: dict[tuple[str, str], tuple[ev.Event, Any]] = {}
     t = tb.replay([])
-    current: list[Any] = []
+    current: list[RawEvent] = []
     number = 0
     after = 0
     while after < up_to:
@@ -220,60 +262,75 @@ def table_history(table_id: str, load: Callable[[int, int], Sequence[Any]], up_t
                 current.append(s)
                 continue
             if current:  # the hand is over: its file, and the table after it
-                doc, t = _finish(table_id, t, current, by_version, numbers(number), memo)
+                doc, t = _finish(table_id, t, current, by_version, numbers(number), memo,
+                                 encoded)
                 if doc is not None:
                     yield doc
                 current = []
-            e = decode(s)
+            e = ev.from_data(s.type, load_json(s.data))
             if isinstance(e, ev.HandStarted):
                 current, number = [s], e.number
             else:
                 t = tb.evolve(t, e)
         after = page[-1].version
     if current:
-        doc, t = _finish(table_id, t, current, by_version, numbers(number), memo)
+        doc, t = _finish(table_id, t, current, by_version, numbers(number), memo, encoded)
         if doc is not None:
             yield doc
 
 
 # Events whose data are a few scalars recur across hands (a play is a seat, a tile, a trick
-# and a suit): decoded once per export and shared (events are frozen values).
+# and a suit): decoded once per export and shared (events are frozen values), found by
+# their stored JSON text.
 MEMO = 20_000  # decoded events kept per export at most
 _SCALAR = frozenset({"tile_played", "player_decided", "stake_posted", "player_looed",
                      "turn_up_taken", "penalty_assessed", "trump_turned"})
 
 
-def _decode_all(stored: Sequence[Any], memo: dict[tuple[Any, ...], ev.Event] | None = None,
-                ) -> list[ev.Event]:
-    """decode() of each event; those of _SCALAR types through `memo` (by type and data)."""
-    if memo is None:
-        return [decode(s) for s in stored]
-    out = []
+def _decode_raw(stored: Sequence[RawEvent], memo: dict[tuple[str, str], tuple[ev.Event, Any]],
+                encoded: bool) -> tuple[list[ev.Event], list[Any]]:
+    """Each event decoded, and its data as the file holds it: parsed, or when `encoded`
+    for the _SCALAR types the Fragment of orjson's encoding of it (`memo`: by type and
+    text, each event and Fragment made once)."""
+    decoded: list[ev.Event] = []
+    datas: list[Any] = []
+    loads, from_data, fragment, dumps = load_json, ev.from_data, orjson.Fragment, orjson.dumps
     for s in stored:
-        if s.type in _SCALAR:
-            key = (s.type, *s.data.items())
-            try:
-                e = memo.get(key)
-            except TypeError:  # a value that is not a scalar after all
-                e = key = None
-            if e is None:
-                e = decode(s)
-                if key is not None and len(memo) < MEMO:
-                    memo[key] = e
-            out.append(e)
+        kind, text = s.type, s.data
+        if kind in _SCALAR:
+            key = (kind, text)
+            hit = memo.get(key)
+            if hit is None:
+                data = loads(text)
+                hit = (from_data(kind, data), fragment(dumps(data)))
+                if len(memo) < MEMO:
+                    memo[key] = hit
+                decoded.append(hit[0])
+                datas.append(hit[1] if encoded else data)
+                continue
+            decoded.append(hit[0])
+            datas.append(hit[1] if encoded else loads(text))
         else:
-            out.append(decode(s))
-    return out
+            data = loads(text)
+            decoded.append(from_data(kind, data))
+            datas.append(data)
+    return decoded, datas
 
 
-def _finish(table_id: str, before: tb.Table, stored: list[Any],
+# The table-level events: the table after a hand is their fold (the hand's moves change
+# only its hand, which the next hand_started replaces).
+_TABLE_LEVEL = frozenset(tb.EVOLVE)
+
+
+def _finish(table_id: str, before: tb.Table, stored: list[RawEvent],
             checkpoints: dict[int, dict[str, Any]], wanted: bool,
-            memo: dict[tuple[Any, ...], ev.Event] | None = None,
+            memo: dict[tuple[str, str], tuple[ev.Event, Any]], encoded: bool,
             ) -> tuple[dict[str, Any] | None, tb.Table]:
-    decoded = _decode_all(stored, memo)
-    after = tb.replay(decoded, before)
+    decoded, datas = _decode_raw(stored, memo, encoded)
+    level = _TABLE_LEVEL
+    after = tb.replay([e for e in decoded if type(e) in level], before)
     if not wanted or not complete(stored):
         return None, after
     ends = [s.version for s in stored if s.type in ("hand_settled", "game_won")]
-    return _document(table_id, before, stored, decoded, after,
+    return _document(table_id, before, stored, decoded, datas,
                      checkpoints.get(ends[-1])), after

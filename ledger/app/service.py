@@ -33,6 +33,7 @@ from ledger.store.base import (
     IdempotentResult,
     NewCheckpoints,
     NewEvent,
+    RawEvent,
     StoredEvent,
     VersionConflict,
 )
@@ -148,6 +149,11 @@ class Ledger:
                up_to_version: int | None = None) -> list[StoredEvent]:
         """The table's stored events after_version < version <= up_to_version, in order."""
         return self.store.load(table_id, after_version, up_to_version)
+
+    def raw_events(self, table_id: str, after_version: int = 0,
+                   up_to_version: int | None = None) -> list[RawEvent]:
+        """`events` as rows, each one's data its stored JSON text (store.load_raw)."""
+        return self.store.load_raw(table_id, after_version, up_to_version)
 
     def version(self, table_id: str) -> int:
         return self.store.version(table_id)

@@ -61,7 +61,7 @@ def verify_cmd(file: IO[bytes], key_text: str | None) -> None:
               help="only this hand, as one file")
 def export_cmd(table_id: str, output: IO[bytes], number: int | None) -> None:
     """Export TABLE_ID's complete hands from DATABASE_URL as loo-hh 1.0 (NDJSON)."""
-    from ledger.app.history import table_history
+    from ledger.app.history import table_history_ndjson
     from ledger.bootstrap import Settings, open_database
 
     store = open_database(Settings.from_env())
@@ -74,10 +74,11 @@ def export_cmd(table_id: str, output: IO[bytes], number: int | None) -> None:
         count = 0
         with _progress(hands, "exporting") as bar:
             task = bar.add_task("export", total=hands or None)
-            for doc in table_history(table_id, lambda a, b: store.load(table_id, a, b), up_to,
-                                     checkpoints, (lambda n: n == number) if number else
-                                     (lambda n: True)):
-                output.write(orjson.dumps(doc) + b"\n")
+            for line in table_history_ndjson(table_id,
+                                             lambda a, b: store.load_raw(table_id, a, b),
+                                             up_to, checkpoints, (lambda n: n == number)
+                                             if number else (lambda n: True)):
+                output.write(line)
                 count += 1
                 bar.advance(task)
     finally:

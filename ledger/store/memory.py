@@ -14,11 +14,12 @@ from ledger.store.base import (
     IdempotentResult,
     NewCheckpoints,
     NewEvent,
+    RawEvent,
     StoredEvent,
     VersionConflict,
     Watch,
 )
-from ledger.store.hashing import GENESIS, positioned, seal
+from ledger.store.hashing import GENESIS, canonical_json, positioned, seal
 
 
 class MemoryStore:
@@ -79,6 +80,12 @@ class MemoryStore:
              up_to_version: int | None = None) -> list[StoredEvent]:
         with self._lock:
             return self._tables.get(table_id, [])[after_version:up_to_version]
+
+    def load_raw(self, table_id: str, after_version: int = 0,
+                 up_to_version: int | None = None) -> list[RawEvent]:
+        return [RawEvent(s.version, s.position, s.type, s.hand, canonical_json(s.data),
+                         s.recorded_at, s.causation, s.prev_hash, s.hash)
+                for s in self.load(table_id, after_version, up_to_version)]
 
     def version(self, table_id: str) -> int:
         with self._lock:

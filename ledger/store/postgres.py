@@ -81,6 +81,7 @@ from ledger.store.base import (
     IdempotentResult,
     NewCheckpoints,
     NewEvent,
+    RawEvent,
     StoredEvent,
     StoreError,
     StoreUnavailable,
@@ -104,6 +105,8 @@ _CHANNEL = "'loo_' || left(md5(current_schema()), 24)"
 _HEAD = "SELECT version, hash FROM events WHERE table_id = %s ORDER BY version DESC LIMIT 1"
 _LOAD = (f"SELECT {_COLS} FROM events WHERE table_id = %s AND version > %s AND version <= %s"
          " ORDER BY version")
+# load_raw: data as jsonb's text form (what the jsonb loader of `load` parses).
+_LOAD_RAW = _LOAD.replace(" data,", " data::text,", 1)
 # The high-water mark, as a transaction id: every append with a lower id has ended. The
 # snapshot's xmax, or the lowest id still in progress in it that may be an appender: one
 # that has ended since (it may have appended: not yet visible to this snapshot), or one still
@@ -497,6 +500,14 @@ class PostgresStore:
         if out:
             self._remember_head(table_id, out[-1].version, out[-1].hash)
         return out
+
+    def load_raw(self, table_id: str, after_version: int = 0,
+                 up_to_version: int | None = None) -> list[RawEvent]:
+        up_to = _MAX_VERSION if up_to_version is None else up_to_version
+        new = tuple.__new__  # RawEvent's fields are the columns: no __new__ call per row
+        with self._conn() as conn, gc_paused():
+            rows = conn.execute(_LOAD_RAW, (table_id, after_version, up_to)).fetchall()
+            return [new(RawEvent, r) for r in rows]
 
     def version(self, table_id: str) -> int:
         with self._conn() as conn:

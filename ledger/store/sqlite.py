@@ -26,6 +26,7 @@ from ledger.store.base import (
     IdempotentResult,
     NewCheckpoints,
     NewEvent,
+    RawEvent,
     StoredEvent,
     StoreUnavailable,
     VersionConflict,
@@ -182,6 +183,17 @@ class SqliteStore:
             rows = conn.execute(sql + " ORDER BY version", args).fetchall()
             return [StoredEvent(table_id, v, p, t, h, loads(d), r, c, ph, hh)
                     for v, p, t, h, d, r, c, ph, hh in rows]
+
+    def load_raw(self, table_id: str, after_version: int = 0,
+                 up_to_version: int | None = None) -> list[RawEvent]:
+        sql = f"SELECT {_COLS} FROM events WHERE table_id = ? AND version > ?"
+        args: tuple[Any, ...] = (table_id, after_version)
+        if up_to_version is not None:
+            sql, args = sql + " AND version <= ?", (*args, up_to_version)
+        new = tuple.__new__  # RawEvent's fields are the columns: no __new__ call per row
+        with self._conn() as conn, gc_paused():
+            rows = conn.execute(sql + " ORDER BY version", args).fetchall()
+            return [new(RawEvent, r) for r in rows]
 
     def version(self, table_id: str) -> int:
         with self._conn() as conn:

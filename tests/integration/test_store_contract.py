@@ -12,10 +12,12 @@ from ledger.store.base import (
     EventStore,
     IdempotencyConflict,
     NewEvent,
+    RawEvent,
     StoredEvent,
     StoreError,
     VersionConflict,
 )
+from ledger.store.bulk import load_json
 from ledger.store.hashing import GENESIS, event_hash, verify_chain
 from tests.integration.conftest import Backend
 
@@ -50,6 +52,24 @@ def test_appended_events_load_back_identical(backend: Backend) -> None:
     assert backend.store.load(t) == stored
     assert [(e.type, e.hand, e.data, e.causation) for e in stored] == [
         ("tile_played", 1, {"seat": i, "tile": [i, 3], "n": i}, f"cmd:{i}") for i in range(3)]
+
+
+def test_load_raw_gives_loads_events_with_their_data_as_json_text(backend: Backend) -> None:
+    t = new_table()
+    odd = {"z": [1, {"b": None, "a": "é\"\n"}], "a": 2**70, "m": -1, "nested": {"k": True}}
+    backend.store.append(t, [*events(3), NewEvent("odd", None, odd)], 0)
+    stored = backend.store.load(t)
+    raw = backend.store.load_raw(t)
+    assert [type(r) for r in raw] == [RawEvent] * 4
+    assert [(*r[:4], *r[5:]) for r in raw] == [
+        (s.version, s.position, s.type, s.hand, s.recorded_at, s.causation, s.prev_hash, s.hash)
+        for s in stored]
+    for r, s in zip(raw, stored, strict=True):  # the same data, keys in the same order
+        assert isinstance(r.data, str)
+        assert list(load_json(r.data).items()) == list(s.data.items())
+        assert load_json(r.data) == s.data
+    assert backend.store.load_raw(t, 1, 3) == raw[1:3]
+    assert backend.store.load_raw(t, 4) == backend.store.load_raw("nobody") == []
 
 
 def test_versions_run_from_one_without_gaps(backend: Backend) -> None:

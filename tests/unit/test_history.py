@@ -5,17 +5,20 @@ first problem named."""
 from __future__ import annotations
 
 import copy
+import hashlib
 import io
 import json
 import random
+from pathlib import Path
 from typing import Any
 
 import jsonschema
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger.app.history import schema, table_history
+from ledger.app.history import hand_document, schema, table_history
 from ledger.app.service import Ledger
 from ledger.app.verify import VerifyError, documents, verify_document, verify_stream
 from ledger.core import commands as c
@@ -71,7 +74,7 @@ def play(variant: str, scoring: str, players: int, mode: str, seed: int,
 
 
 def export(led: Ledger, tid: str) -> list[dict[str, Any]]:
-    return list(table_history(tid, lambda a, b: led.store.load(tid, a, b),
+    return list(table_history(tid, lambda a, b: led.store.load_raw(tid, a, b),
                               led.store.version(tid), led.checkpoints(tid)))
 
 
@@ -253,20 +256,91 @@ def test_import_refuses_junk_naming_the_line():
 @pytest.mark.parametrize("game", GAMES, ids=["-".join(map(str, g)) for g in GAMES])
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32))
-def test_the_exports_shortcuts_give_what_the_plain_decode_and_actions_give(game, seed):
-    """The export decodes recurring events once (shared: they are frozen) and writes plays
-    straight from their events: the same events and the same actions as the plain way."""
-    from ledger.app.history import _actions, _decode_all, action_json, actions_of
-    from ledger.app.projector import decode
+def test_the_exports_shortcuts_give_what_the_plain_decode_fold_and_actions_give(game, seed):
+    """The export decodes recurring events once (shared: they are frozen) and encodes their
+    data once, writes plays straight from their events, folds only the table-level events
+    of a hand and reads its decisions and tricks from its events: the same events, data,
+    tables and files as decoding each event and folding every move."""
+    from ledger.app.history import _TABLE_LEVEL, _actions, _decode_raw, action_json, actions_of
+    from ledger.app.projector import decode, project
+    from ledger.core.rules import table as tb
+    from ledger.core.rules.tiles import NAMES
 
     led, tid = play(*game, seed=seed, hands=4)
-    stored = led.store.load(tid)
+    stored, raw = led.store.load(tid), led.store.load_raw(tid)
     memo: dict[Any, Any] = {}
-    twice = _decode_all(stored, memo) + _decode_all(stored, memo)  # the second from memo
-    assert twice == [decode(s) for s in stored] * 2
+    for encoded in (False, True, True):  # the last from memo
+        decoded, datas = _decode_raw(raw, memo, encoded)
+        assert decoded == [decode(s) for s in stored]
+        assert [orjson.dumps(d) for d in datas] == [orjson.dumps(s.data) for s in stored]
     assert memo, "some events were shared"
-    for number in {s.hand for s in stored if s.hand is not None}:
-        decoded = [decode(s) for s in stored if s.hand == number]
+    p = project([])
+    for number in sorted({s.hand for s in stored if s.hand is not None}):
+        first = next(s.version for s in stored if s.hand == number)
+        before = project(stored[:first - 1]).table
+        mine = [s for s in stored if s.hand == number]
+        decoded = [decode(s) for s in mine]
         for ordered in (False, True):
             assert _actions(decoded, ordered) == [action_json(a)
                                                   for a in actions_of(decoded, ordered)]
+        folded = tb.replay(decoded, before)
+        table_only = tb.replay([e for e in decoded if type(e) in _TABLE_LEVEL], before)
+        assert {**table_only.__dict__, "hand": None} == {**folded.__dict__, "hand": None}
+        if not any(s.type == "hand_settled" for s in mine):
+            continue
+        h = folded.hand
+        doc = hand_document(tid, before, mine)
+        assert doc["hand"]["result"]["decisions"] == {
+            str(s): d for s, d in enumerate(h.decisions) if d is not None}
+        assert doc["hand"]["result"].get("won_without_play") == h.won_without_play
+        assert doc["hand"]["tricks"] == [
+            {"trick": i + 1, "leader": tr.leader, "suit": tr.suit,
+             "plays": [{"seat": s, "tile": NAMES[x]} for s, x in tr.plays],
+             "winner": tr.winner} for i, tr in enumerate(h.tricks)]
+    assert p.version == 0
+
+
+@pytest.mark.parametrize("game", GAMES, ids=["-".join(map(str, g)) for g in GAMES])
+@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32))
+def test_the_ndjson_export_is_each_hands_file_built_on_its_own(game, seed):
+    """What the history endpoints stream is, line by line, orjson's encoding of the file
+    that one hand's events give alone (GET .../hands/{n}/history builds it that way)."""
+    from ledger.app.history import hand_events, table_history_ndjson
+    from ledger.app.projector import project
+
+    led, tid = play(*game, seed=seed, hands=3)
+    stored = led.store.load(tid)
+    cps = {cp["version"]: cp for cp in led.checkpoints(tid)}
+    want = []
+    for number in sorted({s.hand for s in stored if s.hand is not None}):
+        first = next(s.version for s in stored if s.hand == number)
+        mine = hand_events(stored[first - 1:], number)
+        if not any(s.type == "hand_settled" for s in mine):
+            continue
+        end = [s.version for s in mine if s.type in ("hand_settled", "game_won")][-1]
+        doc = hand_document(tid, project(stored[:first - 1]).table, mine, cps.get(end))
+        want.append(orjson.dumps(doc, option=orjson.OPT_APPEND_NEWLINE))
+    got = list(table_history_ndjson(tid, lambda a, b: led.store.load_raw(tid, a, b),
+                                    led.store.version(tid), list(cps.values())))
+    assert got == want and got
+    assert [orjson.dumps(d, option=orjson.OPT_APPEND_NEWLINE) for d in export(led, tid)] == got
+
+
+GOLDEN = Path(__file__).parent / "data" / "loo_hh_golden.ndjson"
+
+
+@pytest.mark.parametrize("case", range(7))
+def test_the_export_writes_the_same_bytes_as_before(case):
+    """Stored rows of the first hands of seven tables (four variants and deal modes, an
+    imported one; SQLite's data text and PostgreSQL's jsonb text) and the SHA-256 of the
+    NDJSON the export wrote for them before its shortcuts (0627b71): still the same bytes."""
+    from ledger.app.history import table_history_ndjson
+    from ledger.store.base import RawEvent
+
+    t = json.loads(GOLDEN.read_text(encoding="utf-8").splitlines()[case])
+    rows = [RawEvent(*r) for r in t["rows"]]
+    lines = list(table_history_ndjson(t["table_id"], lambda a, b: rows[a:b], len(rows),
+                                      t["checkpoints"]))
+    assert len(lines) == t["hands"]
+    assert hashlib.sha256(b"".join(lines)).hexdigest() == t["sha256"]

@@ -230,7 +230,7 @@ def test_a_hand_with_timeouts_audits_exports_and_verifies_offline():
     stored = led.store.load(table_id)
     assert len([s for s in stored if s.type == "turn_timed_out"]) == timed
     assert audit(stored)["ok"]
-    docs = list(table_history(table_id, lambda a, b: led.store.load(table_id, a, b),
+    docs = list(table_history(table_id, lambda a, b: led.store.load_raw(table_id, a, b),
                               led.store.version(table_id), led.checkpoints(table_id)))
     assert len(docs) == 1
     assert any(e["type"] == "turn_timed_out" for e in docs[0]["events"])
