@@ -530,8 +530,7 @@ class ClubHistoryResource(MethodView):
         ?until= (dates, inclusive) the tables created in that range."""
         from datetime import date
 
-        from flask import stream_with_context
-
+        from ledger.api.history import ndjson
         from ledger.app.history import table_history_ndjson
 
         def day(raw: str) -> str:
@@ -552,7 +551,7 @@ class ClubHistoryResource(MethodView):
                     link.table_id, lambda a, b, t=link.table_id: led.raw_events(t, a, b),
                     up_to, checkpoints)
 
-        return Response(stream_with_context(lines()), mimetype="application/x-ndjson")
+        return ndjson(lines())
 
 
 FEED_SCAN = 20_000  # events examined per page at most: a busy store answers in bounded time

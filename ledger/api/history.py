@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from flask import Response, stream_with_context
@@ -57,6 +58,19 @@ class TableHistory(MethodView):
         up_to = p.version
         checkpoints = led.checkpoints(table_id, up_to)
 
-        lines = table_history_ndjson(table_id, lambda a, b: led.raw_events(table_id, a, b),
-                                     up_to, checkpoints)
-        return Response(stream_with_context(lines), mimetype=NDJSON)
+        return ndjson(table_history_ndjson(
+            table_id, lambda a, b: led.raw_events(table_id, a, b), up_to, checkpoints))
+
+
+def ndjson(lines: Iterator[bytes]) -> Response:
+    """A streamed NDJSON answer whose first line is read before the status goes out: a store
+    that fails at the start is a 503 problem, not a 200 with an empty or cut body. (A
+    failure after that ends the stream early; the status is sent by then.)"""
+    first = next(lines, None)
+
+    def body() -> Iterator[bytes]:
+        if first is not None:
+            yield first
+        yield from lines
+
+    return Response(stream_with_context(body()), mimetype=NDJSON)

@@ -488,6 +488,8 @@ class PostgresStore:
                 return (AlreadyApplied(found) if found.request_hash == request_hash
                         else IdempotencyConflict(key))
             return VersionConflict(table_id, expected, self.version(table_id))
+        if isinstance(err, psycopg.OperationalError):  # not a refusal of this append's
+            return StoreUnavailable(f"append to {table_id}: {err}")
         return StoreError(f"append to {table_id} failed: {err}")
 
     # ---- reads ----------------------------------------------------------------------------

@@ -157,6 +157,15 @@ class _Lease:
                 # pool could not make one.
                 owner._outage(f"no connection within {owner.pool_timeout} s")
             raise StoreUnavailable(f"PostgreSQL at {redact(owner.url)}: {err}") from err
+        except psycopg_pool.PoolClosed as err:
+            # The server came back and a probe replaced this pool while the request held
+            # it (or waited in it): the old one is being closed. Take the new one.
+            if owner._pool is pool:
+                raise StoreUnavailable(f"PostgreSQL at {redact(owner.url)}: {err}") from err
+            self._pool = owner._pool
+            return self.__enter__()
+        except psycopg.Error as err:  # any other refusal of the pool's: not a 500
+            raise StoreUnavailable(f"PostgreSQL at {redact(owner.url)}: {err}") from err
         return conn
 
     def __exit__(self, kind: type[BaseException] | None, err: BaseException | None,
@@ -165,9 +174,20 @@ class _Lease:
         mapped: StoreUnavailable | None = None
         if isinstance(err, psycopg.errors.QueryCanceled):  # statement_timeout
             mapped = StoreUnavailable(f"PostgreSQL at {redact(url)}: {err}")
-        elif isinstance(err, psycopg.OperationalError):
-            if conn.broken or conn.closed:
-                self._owner._outage(" ".join(str(err).split())[:200])
+        elif isinstance(err, psycopg.Error) and (conn.broken or conn.closed):
+            # The connection died under the statement, whatever the error's class: lost
+            # mid-query, libpq reports a result without a SQLSTATE, which psycopg raises as
+            # a plain DatabaseError (not an OperationalError); AdminShutdown, "server closed
+            # the connection unexpectedly", "the connection is closed" all end here.
+            self._owner._outage(" ".join(str(err).split())[:200])
+            mapped = StoreUnavailable(f"PostgreSQL at {redact(url)}: {err}")
+        elif isinstance(err, psycopg.OperationalError) or (
+                type(err) is psycopg.DatabaseError and err.sqlstate is None):
+            # OperationalError: the server's trouble (shutting down, out of connections,
+            # disk, a deadlock); a bare DatabaseError without a SQLSTATE: a failed result
+            # that libpq made up about the connection. (The store's own refusals, LO409 and
+            # the like, are bare DatabaseErrors with a SQLSTATE: append() reads those; a
+            # client-side DataError, such as a NUL in a string, is a bug: still a 500.)
             mapped = StoreUnavailable(f"PostgreSQL at {redact(url)}: {err}")
         elif isinstance(err, psycopg.errors.UndefinedTable | psycopg.errors.UndefinedFunction):
             mapped = StoreUnavailable(f"PostgreSQL at {redact(url)} has no event store "

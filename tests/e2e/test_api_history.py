@@ -50,3 +50,34 @@ def test_table_history_streams_ndjson_one_complete_hand_a_line(club: Club):
         verify_document(d)
     assert docs[1]["hand"]["before"]["pool"] == docs[0]["events"][-1]["data"]["pool"]
     club.problem(club.c.get(f"/v1/tables/{t.id}/history"), 401)
+
+
+def test_an_export_whose_store_fails_at_the_start_is_a_503_not_a_cut_200(
+        tmp_path, monkeypatch) -> None:
+    """The NDJSON histories stream: a store that fails on their first line answers 503
+    problem+json with Retry-After, before any status is sent (it was a 200 whose body broke
+    off at once)."""
+    from ledger.api.app import create_app
+    from ledger.bootstrap import Settings, bootstrap
+    from ledger.store.base import StoreUnavailable
+    from tests.e2e.test_api_clubs import RESULT_A, League
+
+    container = bootstrap(Settings(database_url=f"sqlite:///{tmp_path}/loo.db"))
+    try:
+        club = Club(create_app(container).test_client())
+        lg = League(club)
+        t = lg.table([lg.member(n) for n in ("Ann", "Bob", "Cat", "Dan")], deal="results")
+        assert club.start(t, {"result": RESULT_A}).status_code == 200
+        assert club.get(t, path="/history").status_code == 200
+
+        def down(*_a, **_k):
+            raise StoreUnavailable("PostgreSQL at postgresql://x/db is down (0.1 s)")
+
+        monkeypatch.setattr(container.ledger, "raw_events", down)
+        monkeypatch.setattr(container.ledger, "version", down)
+        for r in (club.get(t, path="/history"), lg.get("/history")):
+            assert r.status_code == 503, r.status_code
+            assert r.mimetype == "application/problem+json"
+            assert r.get_json()["code"] == "store_unavailable" and r.headers["Retry-After"]
+    finally:
+        container.close()

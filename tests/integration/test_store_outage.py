@@ -235,3 +235,32 @@ def test_readiness_tries_the_server_while_requests_fail_fast(pg_url: str) -> Non
         assert store.version("any-table") == 0
     finally:
         store.close()
+
+
+def test_requests_on_a_pool_closed_under_them_are_503_problems_not_500s(pg_url: str) -> None:
+    """The pool a request holds can be closed under it (a probe replaced it when the server
+    came back): reads, writes and idempotent writes answer 503 problem+json with Retry-After
+    (they were 500s: psycopg_pool's PoolClosed is an OperationalError raised before the
+    lease, which mapped only what the statement raised)."""
+    from ledger.api.app import create_app
+    from ledger.bootstrap import Settings, bootstrap
+
+    container = bootstrap(Settings(database_url=pg_url))
+    try:
+        c = create_app(container).test_client()
+        seats = {"seats": [{"name": "Ann"}, {"name": "Bob"}], "deal": "results"}
+        made = c.post("/v1/tables", json=seats)
+        assert made.status_code == 201
+        auth = {"Authorization": f"Bearer {made.get_json()['admin_token']}"}
+        container.store._connections._pool.close()  # noqa: SLF001 - as the retire thread
+        answers = [c.get("/v1/tables/0123456789abcdef0123456789abcdef", headers=auth),
+                   c.post("/v1/tables", json=seats),
+                   c.post("/v1/tables", json=seats, headers={"Idempotency-Key": "k-1"}),
+                   c.post("/v1/clubs", json={"name": "Red Lion"})]
+        for r in answers:
+            assert r.status_code == 503, (r.status_code, r.get_json())
+            assert r.mimetype == "application/problem+json"
+            assert r.get_json()["code"] == "store_unavailable"
+            assert int(r.headers["Retry-After"]) >= 1
+    finally:
+        container.close()
