@@ -101,8 +101,9 @@ def test_a_season_of_tables_in_three_deal_modes_adds_up_to_the_standings(club: C
             expected[mid] += balances[f"seat:{seat}"]
     body = lg.get(f"/standings?season={season}").get_json()
     assert {r["member"]: r["chips"] for r in body["rows"]} == expected
-    assert [r["rank"] for r in body["rows"]] == [1, 2, 3, 4]
     chips = [r["chips"] for r in body["rows"]]
+    # (the shuffled table's deal is random: two members may tie, and then share a rank)
+    assert [r["rank"] for r in body["rows"]] == [1 + sum(c > x for c in chips) for x in chips]
     assert chips == sorted(chips, reverse=True) and body["as_of"] > 0
     assert all(r["tables"] == 3 for r in body["rows"])
     everything = lg.get("/standings").get_json()
