@@ -1,8 +1,10 @@
 """loo-hh 1.0 hand histories (API.md "Hand history"): events of a hand -> one open JSON file.
 
 `hand_document` is pure: the table as it stood before the hand, the hand's stored events and
-its checkpoint give the file. `table_history` walks a table's events page by page and yields
-one file per complete hand, holding one hand's events at a time (constant memory).
+its checkpoint give the file. `table_history` walks a table's events page by page (rows with
+their data as stored JSON text, store.load_raw) and yields one file per complete hand, holding
+one hand's events at a time (constant memory); `table_history_ndjson` gives the same files as
+the NDJSON lines the history endpoints and `loo export` write, with less work per hand.
 """
 
 from __future__ import annotations
@@ -229,7 +231,9 @@ def table_history_ndjson(table_id: str, load: Callable[[int, int], Sequence[RawE
     dumps, newline = orjson.dumps, orjson.OPT_APPEND_NEWLINE
     docs = _files(table_id, load, up_to, checkpoints, numbers, encoded=True)
     while True:
-        with gc_paused():  # a hand's objects are acyclic; never paused across a yield
+        # A hand's objects are acyclic. Never paused across a yield: the collector runs
+        # between hands (it is process-wide; the store's loads pause it the same way).
+        with gc_paused():
             doc = next(docs, None)
             if doc is None:
                 return
