@@ -58,9 +58,35 @@ def count_webhook_attempt(status: int | str) -> None:
     WEBHOOK_DELIVERIES.labels(outcome).inc()
 
 
+# Each label set's children, looked up once: `labels()` checks and joins its values and
+# takes the metric's lock on every call, three to four times a request. Bounded (a client
+# may send any method; past the bound `labels()` is asked as before).
+_CHILDREN_MAX = 10_000
+_request_children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+_appended_children: dict[str, Any] = {}
+
+
+def count_request(method: str, route: str, status: int, seconds: float) -> None:
+    """One HTTP request answered: its count by route and status, its latency by route."""
+    key = (method, route, status)
+    children = _request_children.get(key)
+    if children is None:
+        children = (HTTP_REQUESTS.labels(method, route, str(status)),
+                    HTTP_LATENCY.labels(method, route))
+        if len(_request_children) < _CHILDREN_MAX:
+            _request_children[key] = children
+    children[0].inc()
+    children[1].observe(seconds)
+
+
 def count_appended(stored: Any) -> None:
     for event in stored:
-        EVENTS_APPENDED.labels(event.type).inc()
+        child = _appended_children.get(event.type)
+        if child is None:
+            child = EVENTS_APPENDED.labels(event.type)
+            if len(_appended_children) < _CHILDREN_MAX:
+                _appended_children[event.type] = child
+        child.inc()
 
 
 class CountingStore:

@@ -30,8 +30,7 @@ def finish(resp: Response) -> Response:
     if t0 is not None:
         route = request.url_rule.rule if request.url_rule is not None else "unmatched"
         seconds = metrics.now() - t0
-        metrics.HTTP_REQUESTS.labels(request.method, route, str(resp.status_code)).inc()
-        metrics.HTTP_LATENCY.labels(request.method, route).observe(seconds)
+        metrics.count_request(request.method, route, resp.status_code, seconds)
         if log.isEnabledFor(logging.INFO):  # the access log: one JSON line per request
             log.info("%s %s %d", request.method, request.path, resp.status_code,
                      extra={"method": request.method, "route": route, "path": request.path,

@@ -39,7 +39,12 @@ class JsonBodyParser(FlaskParser):
         """The body as its schema loaded it (a field's own checks first: a name's is a
         validation_error), then every string of it checked to be storable."""
         data = super().parse(*args, **kwargs)
-        storable(data)
+        # A NUL or a lone surrogate reaches a string parsed from JSON only through a \\u
+        # escape (JSON refuses raw control characters, and no UTF-8 encodes a surrogate):
+        # a body without one has nothing to find, and is not walked.
+        if kwargs.get("location") not in (None, "json") \
+                or b"\\u" in request.get_data(cache=True):
+            storable(data)
         return data
 
 

@@ -28,6 +28,7 @@ connection never waits on a worker that went idle.
 from __future__ import annotations
 
 import errno
+import gc
 import json
 import mmap
 import multiprocessing
@@ -80,6 +81,19 @@ def asks_for_stream(buf: bytes) -> bool:
     """Whether a request's head accepts text/event-stream (a feed answers it as a stream)."""
     end = buf.find(b"\r\n\r\n")
     return bool(_SSE_ACCEPT.search(buf, 0, end + 2 if end >= 0 else len(buf)))
+
+
+def freeze_loaded_objects() -> None:
+    """Move everything the worker holds once its app is loaded (modules, the OpenAPI spec,
+    schemas, routes: about 93,000 objects for the API) out of the cyclic collector's reach.
+
+    They live as long as the worker, yet every full collection walked them all: 35-75 ms
+    on an idle machine, 100-160 ms in `loo bench api`, during which the worker's GIL served
+    no request, about once a worker per 20 s of load. Frozen, a full collection walks only
+    what was made since (gc.freeze, as the Python docs advise for pre-forked servers).
+    Garbage made while loading is collected first, not frozen with the rest."""
+    gc.collect()
+    gc.freeze()
 
 
 def _alive(pid: int) -> bool:
@@ -318,6 +332,7 @@ class BalancedThreadWorker(ThreadWorker):  # type: ignore[misc]
         never read) closes the connection: gunicorn drops the app's hop-by-hop headers and
         would keep it alive, draining gigabytes the client announced."""
         super().load_wsgi()
+        freeze_loaded_objects()
         app = self.wsgi
 
         def closing(environ: dict[str, Any], start_response: Any) -> Any:

@@ -378,3 +378,17 @@ def test_serve_gives_ordinary_requests_threads_threads_and_streams_the_rest():
         pool.shutdown()
     finally:
         w.tmp.close()
+
+
+def test_a_worker_freezes_what_its_app_loaded_out_of_the_collectors_reach():
+    import gc
+
+    w, listener = _worker(threads=1)
+    listener.close()
+    w.app = SimpleNamespace(wsgi=lambda: (lambda environ, start_response: [b""]))
+    gc.unfreeze()
+    try:
+        w.load_wsgi()
+        assert gc.get_freeze_count() > 0  # a full collection no longer walks them
+    finally:
+        gc.unfreeze()
