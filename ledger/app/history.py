@@ -283,25 +283,27 @@ def _files(table_id: str, load: Callable[[int, int], Sequence[RawEvent]], up_to:
             yield doc
 
 
-# Events whose data are a few scalars recur across hands (a play is a seat, a tile, a trick
-# and a suit): decoded once per export and shared (events are frozen values), found by
-# their stored JSON text.
+# Events whose data recur across hands (a play is a seat, a tile, a trick and a suit; a
+# hand's completion its trick counts and looes; a discard one or two tiles): decoded once per
+# export and shared (events are frozen values), found by their stored JSON text. In 300
+# hands: 300 completions are 96 distinct texts, 581 discards 256.
 MEMO = 20_000  # decoded events kept per export at most
-_SCALAR = frozenset({"tile_played", "player_decided", "stake_posted", "player_looed",
-                     "turn_up_taken", "penalty_assessed", "trump_turned"})
+_RECURRING = frozenset({"tile_played", "player_decided", "stake_posted", "player_looed",
+                        "turn_up_taken", "penalty_assessed", "trump_turned", "hand_completed",
+                        "tiles_discarded"})
 
 
 def _decode_raw(stored: Sequence[RawEvent], memo: dict[tuple[str, str], tuple[ev.Event, Any]],
                 encoded: bool) -> tuple[list[ev.Event], list[Any]]:
     """Each event decoded, and its data as the file holds it: parsed, or when `encoded`
-    for the _SCALAR types the Fragment of orjson's encoding of it (`memo`: by type and
+    for the _RECURRING types the Fragment of orjson's encoding of it (`memo`: by type and
     text, each event and Fragment made once)."""
     decoded: list[ev.Event] = []
     datas: list[Any] = []
     loads, from_data, fragment, dumps = load_json, ev.from_data, orjson.Fragment, orjson.dumps
     for s in stored:
         kind, text = s.type, s.data
-        if kind in _SCALAR:
+        if kind in _RECURRING:
             key = (kind, text)
             hit = memo.get(key)
             if hit is None:
