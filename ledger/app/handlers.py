@@ -11,7 +11,7 @@ from ledger.core import commands as c
 from ledger.core import events as ev
 from ledger.core.errors import Conflict, Invalid
 from ledger.core.rules import table as tb
-from ledger.core.rules.bots import POLICIES
+from ledger.core.rules.bots import DETERMINISTIC, NO_DRAWS, POLICIES
 from ledger.core.rules.legal import legal_actions
 from ledger.core.rules.options import make_options
 from ledger.core.rules.timers import seat_on_the_clock
@@ -93,7 +93,7 @@ def play_bot(p: Projection) -> tuple[list[ev.Event], str]:
     name = t.bots[seat]
     assert name is not None
     policy, version = POLICIES[name]
-    rng = random.Random(f"{t.hand.commitment}:{p.version}")
+    rng = NO_DRAWS if name in DETERMINISTIC else random.Random(f"{t.hand.commitment}:{p.version}")
     action = policy(seat_view(t.hand, seat), legal_actions(t.hand, seat), rng)
     return tb.act(t, action), f"{name}@{version}"
 

@@ -143,3 +143,28 @@ def test_heuristic_beats_random_uncapped_pool():
     for seed in seeds:
         t = run_bots(["random", "heuristic", "random", "heuristic"], 200, seed=seed)
         assert t.balances[1] + t.balances[3] > t.balances[0] + t.balances[2]
+
+
+def test_a_deterministic_policy_plays_the_same_moves_without_a_seeded_rng():
+    # handlers.play_bot gives the policies in DETERMINISTIC the shared NO_DRAWS rather than
+    # seeding a generator per move; their moves must be what a seeded one gives.
+    from ledger.core.rules.bots import DETERMINISTIC, NO_DRAWS
+
+    assert DETERMINISTIC <= set(POLICIES)
+    for name in sorted(DETERMINISTIC):
+        policy = POLICIES[name][0]
+
+        def same(t, seat, view, action, policy=policy):
+            assert policy(view, legal_actions(t.hand, seat), NO_DRAWS) == action
+
+        run_bots([name] * 4, hands=6, seed=11, check=same)
+
+
+def test_no_draws_refuses_every_draw():
+    from ledger.core.rules.bots import NO_DRAWS
+
+    for draw in (NO_DRAWS.random, lambda: NO_DRAWS.choice([1, 2]),
+                 lambda: NO_DRAWS.shuffle([1, 2]), lambda: NO_DRAWS.randbytes(2),
+                 lambda: NO_DRAWS.uniform(0, 1)):
+        with pytest.raises(RuntimeError):
+            draw()

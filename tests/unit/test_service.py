@@ -358,3 +358,21 @@ def handlers_next(p) -> bool:
     from ledger.app import handlers
 
     return handlers.next_command(p) is not None
+
+
+def test_a_heuristic_bot_move_seeds_no_random_generator(monkeypatch):
+    # Seeding random.Random from a string per move was a twentieth of a bot job's CPU; the
+    # heuristic never draws, so it plays without one (and the same moves: test_rules_bots).
+    import ledger.app.handlers as h
+
+    led = make_ledger()
+    table_id, _tokens, _p = led.create_table(c.CreateTable("loo", "pool", bots(4), 0,
+                                                           "shuffled", MANUAL))
+
+    class Refused:
+        def __init__(self, *_a: object) -> None:
+            raise AssertionError("a heuristic bot seeded a random.Random")
+
+    monkeypatch.setattr(h.random, "Random", Refused)
+    out = led.execute(table_id, c.StartHand())
+    assert out.projection.table.settled

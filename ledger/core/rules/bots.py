@@ -130,3 +130,24 @@ POLICIES: dict[str, tuple[Policy, str]] = {
     "heuristic": (heuristic_policy, "1"),
     "expert": (expert_policy, "1"),
 }
+# Policies that never draw from the rng they are given: the caller may hand them NO_DRAWS
+# instead of seeding a generator per move (from a string: SHA-512 and a Mersenne Twister
+# initialisation, a twentieth of a bot job's CPU). Their moves are the same either way.
+DETERMINISTIC = frozenset({"heuristic"})
+
+
+class _NoDraws(random.Random):
+    """An rng for the policies in DETERMINISTIC: any draw raises, so one that starts to
+    draw fails loudly instead of playing other moves than a seeded rng would give."""
+
+    def random(self) -> float:
+        raise RuntimeError("a policy declared deterministic drew from its rng")
+
+    def getrandbits(self, k: int) -> int:
+        raise RuntimeError("a policy declared deterministic drew from its rng")
+
+    def randbytes(self, n: int) -> bytes:
+        raise RuntimeError("a policy declared deterministic drew from its rng")
+
+
+NO_DRAWS: random.Random = _NoDraws(0)
