@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 
 HEARTBEAT_SECONDS = 3  # a running job's execution is extended this often
 WORKER_BEAT_SECONDS = 1  # the worker's own registration (it lives WORKER_TTL + 60 s)
+SUSPENSION_CHECK_SECONDS = 1  # `rq suspend` is looked for at most this often
 EXECUTION_TTL = 12  # seconds a started job's execution lives past its last heartbeat
 WORKER_TTL = 20  # rq's worker_ttl: an idle worker blocks on the queue for 5 s at a time
 MAINTENANCE_SECONDS = 1  # whole seconds: rq gives it to Redis as a lock time
@@ -74,6 +75,7 @@ class LooWorker(SimpleWorker):
         self.stop_signalled = False
         self._beater: _Beater | None = None
         self._registration_beat = -float("inf")
+        self._suspension_checked = -float("inf")
 
     def get_heartbeat_ttl(self, job: Job, working_time: float = 0.0) -> int:
         """The execution's time to live: short, because it is extended while the job runs
@@ -95,6 +97,16 @@ class LooWorker(SimpleWorker):
             super().heartbeat(timeout, pipeline=pipe)
             pipe.execute()
         self._registration_beat = at
+
+    def check_for_suspension(self, burst: bool) -> None:
+        """rq looks for `rq suspend` before every job (a round trip, with the registration
+        beat in it): at most once per SUSPENSION_CHECK_SECONDS here, so a suspension takes
+        effect within a second, not at the very next job."""
+        at = time.monotonic()
+        if at - self._suspension_checked < SUSPENSION_CHECK_SECONDS:
+            return
+        super().check_for_suspension(burst)
+        self._suspension_checked = time.monotonic()
 
     def execute_job(self, job: Job, queue: Queue) -> None:
         # rq's SimpleWorker ends with set_state(IDLE), a round trip its loop repeats at once.

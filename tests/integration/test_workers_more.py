@@ -288,3 +288,39 @@ def test_a_running_job_keeps_its_execution_alive_past_its_ttl(
         queue.connection.delete(key)
     assert all(j.get_status() == JobStatus.FINISHED for j in jobs)
     assert runs == 2  # neither was retried as abandoned
+
+
+def _noop() -> int:
+    return 1
+
+
+def test_a_worker_looks_for_rq_suspend_at_most_once_a_second_and_still_obeys_it(
+        queue: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """rq asks Redis whether workers are suspended before every job (a round trip each);
+    LooWorker asks at most once per SUSPENSION_CHECK_SECONDS. A suspended queue is still
+    seen at once by a worker that starts: its first look is not deferred."""
+    import rq.worker.base as rq_base
+
+    from workers import worker as w
+
+    looks: list[float] = []
+    original = rq_base.is_suspended
+
+    def counted(*args: Any, **kwargs: Any) -> bool:
+        looks.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(rq_base, "is_suspended", counted)
+    monkeypatch.setattr(w, "SUSPENSION_CHECK_SECONDS", 60)
+    jobs = [queue.enqueue(f"{__name__}._noop") for _ in range(6)]
+    w.LooWorker([queue], connection=queue.connection,
+                serializer=queue.serializer).work(burst=True, logging_level="WARNING")
+    assert all(j.get_status() == JobStatus.FINISHED for j in jobs)
+    assert len(looks) == 1  # rq's loop would have looked 7 times
+
+    # `rq suspend` (faked: the suspension key is shared by every queue of the Redis db)
+    monkeypatch.setattr(rq_base, "is_suspended", lambda *_a, **_k: True)
+    held = queue.enqueue(f"{__name__}._noop")
+    w.LooWorker([queue], connection=queue.connection,
+                serializer=queue.serializer).work(burst=True, logging_level="WARNING")
+    assert held.get_status() == JobStatus.QUEUED  # suspended: not taken
