@@ -174,26 +174,28 @@ class SqliteStore:
     # ---- reads ----------------------------------------------------------------------------
     def load(self, table_id: str, after_version: int = 0,
              up_to_version: int | None = None) -> list[StoredEvent]:
-        sql = f"SELECT {_COLS} FROM events WHERE table_id = ? AND version > ?"
-        args: tuple[Any, ...] = (table_id, after_version)
-        if up_to_version is not None:
-            sql, args = sql + " AND version <= ?", (*args, up_to_version)
         loads = load_json
-        with self._conn() as conn, gc_paused():
-            rows = conn.execute(sql + " ORDER BY version", args).fetchall()
-            return [StoredEvent(table_id, v, p, t, h, loads(d), r, c, ph, hh)
-                    for v, p, t, h, d, r, c, ph, hh in rows]
+        with gc_paused():
+            return [StoredEvent(table_id, v, p, t, h, loads(d), r, c, ph, hh) for
+                    v, p, t, h, d, r, c, ph, hh in self._rows(table_id, after_version,
+                                                             up_to_version)]
 
     def load_raw(self, table_id: str, after_version: int = 0,
                  up_to_version: int | None = None) -> list[RawEvent]:
+        new = tuple.__new__  # RawEvent's fields are the columns: no __new__ call per row
+        with gc_paused():
+            return [new(RawEvent, r)
+                    for r in self._rows(table_id, after_version, up_to_version)]
+
+    def _rows(self, table_id: str, after_version: int,
+              up_to_version: int | None) -> list[Any]:
+        """A table's stored rows (_COLS) after `after_version`, up to `up_to_version`."""
         sql = f"SELECT {_COLS} FROM events WHERE table_id = ? AND version > ?"
         args: tuple[Any, ...] = (table_id, after_version)
         if up_to_version is not None:
             sql, args = sql + " AND version <= ?", (*args, up_to_version)
-        new = tuple.__new__  # RawEvent's fields are the columns: no __new__ call per row
-        with self._conn() as conn, gc_paused():
-            rows = conn.execute(sql + " ORDER BY version", args).fetchall()
-            return [new(RawEvent, r) for r in rows]
+        with self._conn() as conn:
+            return conn.execute(sql + " ORDER BY version", args).fetchall()
 
     def version(self, table_id: str) -> int:
         with self._conn() as conn:
