@@ -42,7 +42,7 @@ from workers.queue import InlineDispatcher, RqDispatcher, forget, make_queue, rq
 
 Out = Callable[[str], None]
 TABLES = 4
-TRIVIAL_JOBS_PER_HAND = 5  # 200 trivial jobs for the default 40 hands
+TRIVIAL_JOBS_PER_HAND = 5  # 800 trivial jobs for the default 160 hands
 SCALE_TABLES = 8  # auto-dealing tables of the 1/2/4-worker runs
 SCALE_FACTOR = 12  # those runs play 12 times the hands asked for, over the tables
 HAND_TIMEOUT = 30.0  # seconds a round of hands may take before the bench gives up
@@ -348,7 +348,7 @@ def scaled_run(scratch: RqScratch, workers: int, tables: int, hands: int, seed: 
     return Scaled(workers, tables * hands, seconds, cpu, machine)
 
 
-def run(database_url: str, redis_url: str, hands: int = 40, out: Out = print) -> None:
+def run(database_url: str, redis_url: str, hands: int = 160, out: Out = print) -> None:
     """Measure and print; ends with the ratios `workers_vs_inprocess` (target 0.5),
     `workers_vs_rq_floor` (target 0.8) and `workers_scaling_2` (target 1.5)."""
     rounds = max(1, hands // TABLES)

@@ -471,7 +471,7 @@ def bench_store(database_url: str | None) -> None:
 @click.option("--database-url", envvar="DATABASE_URL", default=None,
               help="[default: $DATABASE_URL]")
 @click.option("--redis-url", envvar="REDIS_URL", default=None, help="[default: $REDIS_URL]")
-@click.option("--hands", type=click.IntRange(min=4), default=40, show_default=True)
+@click.option("--hands", type=click.IntRange(min=4), default=160, show_default=True)
 def bench_workers(database_url: str | None, redis_url: str | None, hands: int) -> None:
     """All-bot hands/minute through RQ and one worker, against in-process jobs."""
     s = Settings.from_env({"DATABASE_URL": database_url or "", "REDIS_URL": redis_url or ""})
