@@ -344,5 +344,5 @@ class ClubFeedOut(Open):
         "description": "the same events as `items` (the table feed's name for them)"})
     next = fields.Integer(required=True, metadata={
         "description": "the position to ask ?after= next: never null (a feed has no last "
-                       "page; new events keep coming), the last position this page examined, "
+                       "page; new events keep coming), the position of the page's last event, "
                        "and ?after= itself when nothing new has come"})

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
+
+# read_streams: how many of the whole store's next events are filtered before it reads the
+# given tables' own events instead (a position scan is cheapest near the head; a table's
+# events by its key cost the same wherever they lie).
+STREAMS_WINDOW = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +166,15 @@ class EventStore(Protocol):
 
     def read_all(self, after_position: int = 0, limit: int = 1000) -> list[StoredEvent]:
         """Events of all tables by increasing position; following it never skips one."""
+        ...
+
+    def read_streams(self, table_ids: Collection[str], after_position: int = 0,
+                     limit: int = 1000) -> list[StoredEvent]:
+        """`read_all` restricted to the given tables (streams): their events by increasing
+        position, at most `limit`; following it never skips one of theirs, however many
+        other tables' events lie between them (the filter runs in the store: the next
+        STREAMS_WINDOW events of the whole store by position first, which is all there is
+        for a follower near the head; past that, the given tables' own events)."""
         ...
 
     def last_position(self) -> int:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import copy
+import itertools
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from ledger.store.base import (
@@ -94,6 +95,13 @@ class MemoryStore:
     def read_all(self, after_position: int = 0, limit: int = 1000) -> list[StoredEvent]:
         with self._lock:
             return self._all[after_position : after_position + limit]
+
+    def read_streams(self, table_ids: Collection[str], after_position: int = 0,
+                     limit: int = 1000) -> list[StoredEvent]:
+        wanted = set(table_ids)
+        with self._lock:
+            found = (s for s in self._all[after_position:] if s.table_id in wanted)
+            return list(itertools.islice(found, max(0, limit)))
 
     def last_position(self) -> int:
         with self._lock:

@@ -66,7 +66,7 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from contextlib import AbstractContextManager
 from functools import lru_cache
 from typing import Any
@@ -76,6 +76,7 @@ import psycopg.sql
 
 from ledger.store import migrations
 from ledger.store.base import (
+    STREAMS_WINDOW,
     AlreadyApplied,
     IdempotencyConflict,
     IdempotentResult,
@@ -134,6 +135,17 @@ mark AS (
                                         AND w.vxid = r.vxid)))) AS m)"""
 _READ_ALL = (_MARK + f" SELECT table_id, {_COLS} FROM events WHERE position > %s"
              " AND position < ((SELECT m FROM mark) << 20) ORDER BY position LIMIT %s")
+# read_streams: the given tables' events among the next STREAMS_WINDOW below the mark...
+_STREAMS_NEAR = (_MARK + f" SELECT table_id, {_COLS} FROM (SELECT table_id, {_COLS}"
+                 " FROM events WHERE position > %s AND position < ((SELECT m FROM mark) << 20)"
+                 " ORDER BY position LIMIT %s) w WHERE table_id = ANY(%s)"
+                 " ORDER BY position LIMIT %s")
+# ...whether the store has more than that window (committed or not: more is only slower)...
+_WINDOW_FULL = "SELECT 1 FROM events WHERE position > %s ORDER BY position OFFSET %s LIMIT 1"
+# ...and if so, their events below the mark by whatever plan the tables' size favours.
+_STREAMS_FAR = (_MARK + f" SELECT table_id, {_COLS} FROM events WHERE table_id = ANY(%s)"
+                " AND position > %s AND position < ((SELECT m FROM mark) << 20)"
+                " ORDER BY position LIMIT %s")
 # The last position below the mark (one index probe backwards).
 _LAST_POSITION = (_MARK + " SELECT coalesce(max(position), 0) FROM events"
                   " WHERE position < ((SELECT m FROM mark) << 20)")
@@ -519,6 +531,17 @@ class PostgresStore:
     def read_all(self, after_position: int = 0, limit: int = 1000) -> list[StoredEvent]:
         with self._conn() as conn:
             rows = conn.execute(_READ_ALL, (after_position, limit)).fetchall()
+        return [StoredEvent(*r) for r in rows]
+
+    def read_streams(self, table_ids: Collection[str], after_position: int = 0,
+                     limit: int = 1000) -> list[StoredEvent]:
+        with self._conn() as conn:
+            ids = sorted(set(table_ids))
+            rows = conn.execute(_STREAMS_NEAR, (after_position, STREAMS_WINDOW, ids,
+                                                limit)).fetchall()
+            if len(rows) < limit and conn.execute(_WINDOW_FULL, (
+                    after_position, STREAMS_WINDOW - 1)).fetchone() is not None:
+                rows = conn.execute(_STREAMS_FAR, (ids, after_position, limit)).fetchall()
         return [StoredEvent(*r) for r in rows]
 
     def last_position(self) -> int:

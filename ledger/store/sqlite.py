@@ -11,16 +11,18 @@ safe for Flask threads; a forked child (gunicorn) never touches its parent's con
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from ledger.store import migrations
 from ledger.store.base import (
+    STREAMS_WINDOW,
     AlreadyApplied,
     IdempotencyConflict,
     IdempotentResult,
@@ -37,6 +39,15 @@ from ledger.store.hashing import GENESIS, canonical_json, positioned, seal
 from ledger.store.sqlite_schema import MIGRATIONS
 
 _COLS = "version, position, type, hand, data, recorded_at, causation, prev_hash, hash"
+# read_streams: the given tables' events among the store's next STREAMS_WINDOW...
+_STREAMS_NEAR = (f"SELECT table_id, {_COLS} FROM (SELECT table_id, {_COLS} FROM events"
+                 " WHERE position > ? ORDER BY position LIMIT ?) WHERE table_id IN"
+                 " (SELECT value FROM json_each(?)) ORDER BY position LIMIT ?")
+# ...whether that window ended before the store did...
+_WINDOW_FULL = "SELECT 1 FROM events WHERE position > ? ORDER BY position LIMIT 1 OFFSET ?"
+# ...and if so, their events by their own key instead.
+_STREAMS_FAR = (f"SELECT table_id, {_COLS} FROM events WHERE table_id IN"
+                " (SELECT value FROM json_each(?)) AND position > ? ORDER BY position LIMIT ?")
 _HEAD = "SELECT version, hash FROM events WHERE table_id = ? ORDER BY version DESC LIMIT 1"
 _IDEM = ("SELECT key, request_hash, first_version, last_version FROM idempotency"
          " WHERE table_id = ? AND key = ?")
@@ -207,6 +218,19 @@ class SqliteStore:
         with self._conn() as conn:
             rows = conn.execute(f"SELECT table_id, {_COLS} FROM events WHERE position > ?"
                                 " ORDER BY position LIMIT ?", (after_position, limit)).fetchall()
+        return [StoredEvent(ti, v, p, t, h, loads(d), r, c, ph, hh)
+                for ti, v, p, t, h, d, r, c, ph, hh in rows]
+
+    def read_streams(self, table_ids: Collection[str], after_position: int = 0,
+                     limit: int = 1000) -> list[StoredEvent]:
+        loads = load_json
+        with self._conn() as conn:
+            ids = json.dumps(sorted(set(table_ids)))
+            rows = conn.execute(_STREAMS_NEAR, (after_position, STREAMS_WINDOW, ids,
+                                                limit)).fetchall()
+            if len(rows) < limit and conn.execute(_WINDOW_FULL, (
+                    after_position, STREAMS_WINDOW - 1)).fetchone() is not None:
+                rows = conn.execute(_STREAMS_FAR, (ids, after_position, limit)).fetchall()
         return [StoredEvent(ti, v, p, t, h, loads(d), r, c, ph, hh)
                 for ti, v, p, t, h, d, r, c, ph, hh in rows]
 

@@ -314,3 +314,29 @@ def test_head_position_is_the_last_committed_position(backend: Backend) -> None:
     assert backend.store.head_position() >= stored[-1].position
     later = backend.store.append(new_table(), events(1), 0)
     assert backend.store.head_position() == later[-1].position > stored[-1].position
+
+
+@pytest.mark.parametrize("window", [None, 1, 3])
+def test_read_streams_follows_only_the_given_tables_in_global_order(
+        backend: Backend, window: int | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same answers whether the given tables' events lie in the store's next window of
+    events by position or past it (a window of 1 or 3 sends every read down both paths)."""
+    if window is not None:
+        for module in ("sqlite", "postgres"):
+            monkeypatch.setattr(f"ledger.store.{module}.STREAMS_WINDOW", window)
+    a, b, c = new_table(), new_table(), new_table()
+    backend.store.append(a, events(2), 0)
+    backend.store.append(b, events(3), 0)
+    backend.store.append(c, events(2), 0)
+    backend.store.append(a, events(1, 2), 2)
+    everything = read_all_until(backend.store, 8)
+    mine = [e for e in everything if e.table_id in (a, c)]
+    assert [(e.table_id, e.version) for e in mine] == [(a, 1), (a, 2), (c, 1), (c, 2), (a, 3)]
+    assert backend.store.read_streams({a, c}) == mine
+    assert backend.store.read_streams([c, a, a], limit=2) == mine[:2]
+    assert backend.store.read_streams({a, c}, after_position=mine[1].position, limit=2) \
+        == mine[2:4]
+    assert backend.store.read_streams({a, c}, after_position=mine[-1].position) == []
+    assert backend.store.read_streams({b}) == [e for e in everything if e.table_id == b]
+    assert backend.store.read_streams(set()) == []
+    assert backend.store.read_streams({"no-such-table"}) == []
