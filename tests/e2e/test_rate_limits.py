@@ -236,3 +236,50 @@ def test_trusted_proxies_takes_a_small_count(limited: Any) -> None:
     for bad in ("yes", "-1", "11", "1.5"):
         with pytest.raises(ConfigError, match="LOO_TRUSTED_PROXIES"):
             limited(LOO_TRUSTED_PROXIES=bad)
+
+
+def test_with_redis_a_request_spends_its_token_and_address_budgets_in_one_round_trip(
+        tmp_path: Any) -> None:
+    """Both counters (and a refusal's reset time) in one Lua script: one command a request,
+    where limits' own calls took one per counter and another for the refusal. Spent in the
+    same order as before: a token refused spends nothing of its address's budget."""
+    from dataclasses import replace
+
+    from tests.integration.redis_server import RedisServer
+
+    server = RedisServer()  # its own server: the command counts are this test's alone
+    server.start()
+    container = bootstrap(Settings(database_url=f"sqlite:///{tmp_path}/loo.db"))
+    container = replace(container, settings=replace(container.settings, redis_url=server.url,
+                                                    queue_name="loo-rl-one"))
+    try:
+        app = create_app(container, {"LOO_RATE_LIMIT_READ": "3/minute",
+                                     "LOO_RATE_LIMIT_READ_ADDRESS": "5/minute"})
+        c = Club(app.test_client())
+        t = c.create(first_dealer=0)
+        r = redis.Redis.from_url(server.url)
+
+        def calls() -> dict[str, int]:  # a script's own commands are counted too
+            return {k.removeprefix("cmdstat_"): v["calls"]
+                    for k, v in r.info("commandstats").items()}
+
+        before = calls()
+        answers = [c.get(t).status_code for _ in range(4)]  # the admin token: 3 a minute
+        assert answers == [200, 200, 200, 429]
+        spent = {k: n - before.get(k, 0) for k, n in calls().items() if n != before.get(k, 0)}
+        # One script a request, the refusal's included (limits' own calls were a script per
+        # counter and a GET and a TTL for the refusal); inside, a counter each and a TTL.
+        assert spent.pop("evalsha") == 4 and spent.pop("info") == 1
+        assert spent == {"incrby": 2 * 3 + 1, "expire": 2, "ttl": 1}  # 2 new windows
+        body = assert_429(c.get(t))
+        assert "LOO_RATE_LIMIT_READ: 3/minute per token" in body["detail"]
+        # The refused token spent nothing of the address's 5: two reads without a token
+        # (404s of an unknown table are counted too) pass, the third is refused.
+        anon = [app.test_client().get(f"/v1/tables/{t.id}x").status_code for _ in range(3)]
+        assert anon == [404, 404, 429]
+        keys = sorted(k.decode() for k in r.keys("LIMITS:LIMITER/loo-rl-one/*/read/*"))
+        assert [k.split("/")[2].split(":")[0] for k in keys] == ["address", "token"], keys
+        assert all(0 < r.ttl(k) <= 60 for k in keys)
+    finally:
+        container.close()
+        server.remove()
