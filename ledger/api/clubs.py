@@ -583,7 +583,7 @@ class ClubFeedResource(MethodView):
                 the_clubs.load(club_id).club, token) is not None
             return feeds.stream(led, source, feeds.start_position(after))
         streams = {club_id} | {t.table_id for t in loaded.club.tables}
-        found = ledger().store.read_streams(streams, after_position=after, limit=limit)
+        found = ledger().stream_events(streams, after_position=after, limit=limit)
         position = found[-1].position if found else after
         from ledger.app.feed import club_feed
 

@@ -12,7 +12,7 @@ import secrets
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -157,6 +157,12 @@ class Ledger:
 
     def version(self, table_id: str) -> int:
         return self.store.version(table_id)
+
+    def stream_events(self, streams: Collection[str], after_position: int = 0,
+                      limit: int = 1000) -> list[StoredEvent]:
+        """The given streams' events after a position, in position order (store.read_streams:
+        the club feed's page, never skipping one of theirs)."""
+        return self.store.read_streams(streams, after_position=after_position, limit=limit)
 
     def read_all(self, after_position: int = 0, limit: int = 1000) -> list[StoredEvent]:
         """Every stream's events by global position (following it never skips one)."""
