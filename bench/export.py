@@ -50,6 +50,7 @@ def run(database_url: str = "", hands: int = 300, repeat: int = 3,
         out(f"setup: {hands} hands, {events} events played in "
             f"{time.perf_counter() - start:.1f}s ({url.split('?')[0]})")
         checkpoints = led.checkpoints(tid)
+        voided = led.load(tid).table.voided  # as GET .../history has it: its folded table
 
         def read() -> int:
             after, n = 0, 0
@@ -62,7 +63,7 @@ def run(database_url: str = "", hands: int = 300, repeat: int = 3,
         def export() -> int:
             n = 0
             for _line in table_history_ndjson(tid, lambda a, b: store.load_raw(tid, a, b),
-                                              events, checkpoints):
+                                              events, checkpoints, voided=voided):
                 n += 1
             return n
 

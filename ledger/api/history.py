@@ -59,7 +59,8 @@ class TableHistory(MethodView):
         checkpoints = led.checkpoints(table_id, up_to)
 
         return ndjson(table_history_ndjson(
-            table_id, lambda a, b: led.raw_events(table_id, a, b), up_to, checkpoints))
+            table_id, lambda a, b: led.raw_events(table_id, a, b), up_to, checkpoints,
+            voided=p.table.voided))
 
 
 def ndjson(lines: Iterator[bytes]) -> Response:

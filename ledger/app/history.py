@@ -9,7 +9,7 @@ the NDJSON lines the history endpoints and `loo export` write, with less work pe
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -205,31 +205,38 @@ def _document(table_id: str, before: tb.Table, stored: Sequence[Any],
 
 
 def hand_events(stored: Sequence[Any], number: int) -> list[Any]:
-    """Hand `number`'s events from a run of a table's events that starts at its deal, with the
-    table-level events that fell between them (ev.ASIDE), so the hand's chain links."""
-    last = max((s.version for s in stored if s.hand == number), default=0)
-    return [s for s in stored if s.version <= last
-            and (s.hand == number or s.hand is None and s.type in ev.ASIDE)]
+    """Hand `number`'s events from a run of a table's events that starts at its deal: its own
+    run (with the table-level events that fell in it, ev.ASIDE, so the hand's chain links),
+    as the NDJSON export cuts it, and its hand_voided when it was voided later, after other
+    hands (voided back to it: API.md "Corrections")."""
+    run: list[Any] = []
+    for s in stored:
+        if run and not (s.hand == number and s.type != "hand_started"
+                        or s.hand is None and s.type in ev.ASIDE):
+            break
+        run.append(s)
+    return run + [s for s in stored[len(run):] if s.hand == number and s.type == "hand_voided"]
 
 
 def table_history(table_id: str, load: Callable[[int, int], Sequence[RawEvent]], up_to: int,
                   checkpoints: Sequence[dict[str, Any]] = (),
                   numbers: Callable[[int], bool] = lambda n: True,
-                  ) -> Iterator[dict[str, Any]]:
+                  voided: Collection[int] | None = None) -> Iterator[dict[str, Any]]:
     """One file per complete hand of a table, in order; `load(after, up_to)` reads events
-    (the store's load_raw). `numbers` picks hands."""
-    return _files(table_id, load, up_to, checkpoints, numbers, encoded=False)
+    (the store's load_raw). `numbers` picks hands. `voided`: the numbers of the table's voided
+    hands when the caller knows them (its folded state), else None: they are looked for."""
+    return _files(table_id, load, up_to, checkpoints, numbers, encoded=False, voided=voided)
 
 
 def table_history_ndjson(table_id: str, load: Callable[[int, int], Sequence[RawEvent]],
                          up_to: int, checkpoints: Sequence[dict[str, Any]] = (),
                          numbers: Callable[[int], bool] = lambda n: True,
-                         ) -> Iterator[bytes]:
+                         voided: Collection[int] | None = None) -> Iterator[bytes]:
     """table_history's files as NDJSON lines, what the history endpoints and `loo export`
     write: each line orjson.dumps of the file. Recurring events' data are encoded once
     per export (orjson.Fragment), so the same bytes come out with less work."""
     dumps, newline = orjson.dumps, orjson.OPT_APPEND_NEWLINE
-    docs = _files(table_id, load, up_to, checkpoints, numbers, encoded=True)
+    docs = _files(table_id, load, up_to, checkpoints, numbers, encoded=True, voided=voided)
     while True:
         # A hand's objects are acyclic. Never paused across a yield: the collector runs
         # between hands (it is process-wide; the store's loads pause it the same way).
@@ -242,15 +249,34 @@ def table_history_ndjson(table_id: str, load: Callable[[int, int], Sequence[RawE
         yield line
 
 
+def _late_voids(load: Callable[[int, int], Sequence[RawEvent]], up_to: int,
+                voided: Collection[int] | None) -> dict[int, RawEvent]:
+    """The hand_voided rows of the table by hand number (only those events are kept). A hand
+    voided back to, after later hands were voided, has its hand_voided after their events,
+    and its file must still carry it: one more read of the table, only when it has voids."""
+    if voided is not None and not voided:
+        return {}
+    found: dict[int, RawEvent] = {}
+    after = 0
+    while after < up_to:
+        page = load(after, min(after + PAGE, up_to))
+        if not page:
+            break
+        found.update((s.hand, s) for s in page if s.type == "hand_voided" and s.hand)
+        after = page[-1].version
+    return found
+
+
 def _files(table_id: str, load: Callable[[int, int], Sequence[RawEvent]], up_to: int,
            checkpoints: Sequence[dict[str, Any]], numbers: Callable[[int], bool],
-           encoded: bool) -> Iterator[dict[str, Any]]:
+           encoded: bool, voided: Collection[int] | None = None) -> Iterator[dict[str, Any]]:
     """table_history; `encoded`: recurring events' data as orjson Fragments.
 
     Only one hand's events and the folded table are held at a time (constant memory); each
     event is decoded once, its JSON parsed at most once; a hand is folded in one batch.
     """
     by_version = {cp["version"]: cp for cp in checkpoints}
+    voids = _late_voids(load, up_to, voided)
     memo: dict[tuple[str, str], tuple[ev.Event, Any]] = {}
     t = tb.replay([])
     current: list[RawEvent] = []
@@ -267,7 +293,7 @@ def _files(table_id: str, load: Callable[[int, int], Sequence[RawEvent]], up_to:
                 continue
             if current:  # the hand is over: its file, and the table after it
                 doc, t = _finish(table_id, t, current, by_version, numbers(number), memo,
-                                 encoded)
+                                 encoded, voids.get(number))
                 if doc is not None:
                     yield doc
                 current = []
@@ -278,7 +304,8 @@ def _files(table_id: str, load: Callable[[int, int], Sequence[RawEvent]], up_to:
                 t = tb.evolve(t, e)
         after = page[-1].version
     if current:
-        doc, t = _finish(table_id, t, current, by_version, numbers(number), memo, encoded)
+        doc, t = _finish(table_id, t, current, by_version, numbers(number), memo, encoded,
+                         voids.get(number))
         if doc is not None:
             yield doc
 
@@ -331,12 +358,18 @@ _TABLE_LEVEL = frozenset(tb.EVOLVE)
 def _finish(table_id: str, before: tb.Table, stored: list[RawEvent],
             checkpoints: dict[int, dict[str, Any]], wanted: bool,
             memo: dict[tuple[str, str], tuple[ev.Event, Any]], encoded: bool,
-            ) -> tuple[dict[str, Any] | None, tb.Table]:
+            late_void: RawEvent | None = None) -> tuple[dict[str, Any] | None, tb.Table]:
+    """The hand's file (when wanted and complete) and the table after the hand's run.
+    `late_void`: the hand's hand_voided when it came after other hands (the file carries
+    it; the table meets it where it stands in the log)."""
     decoded, datas = _decode_raw(stored, memo, encoded)
     level = _TABLE_LEVEL
     after = tb.replay([e for e in decoded if type(e) in level], before)
     if not wanted or not complete(stored):
         return None, after
     ends = [s.version for s in stored if s.type in ("hand_settled", "game_won")]
+    if late_void is not None and late_void.version > stored[-1].version:
+        more, more_datas = _decode_raw([late_void], memo, encoded)
+        stored, decoded, datas = [*stored, late_void], [*decoded, *more], [*datas, *more_datas]
     return _document(table_id, before, stored, decoded, datas,
                      checkpoints.get(ends[-1])), after

@@ -42,6 +42,8 @@ def plan(docs: Iterable[tuple[int, Any]], key: Any = None) -> Plan:
 def _plan(docs: Iterable[tuple[int, Any]], key: Any) -> Plan:
     first: dict[str, Any] | None = None
     hands: list[tuple[int, list[tuple[str, c.Command]]]] = []
+    starts: list[int] = []  # the version of each hand's first event in the source table
+    voids: list[tuple[int, int, str]] = []  # (version, hand, reason) of each hand_voided
     for line, doc in docs:
         try:
             verify_document(doc, key)
@@ -59,8 +61,12 @@ def _plan(docs: Iterable[tuple[int, Any]], key: Any) -> Plan:
                                 f"{len(hands) + 1} was expected: import a table's hands from "
                                 "hand 1, in order, none missing")
         hands.append((number, _commands(doc)))
+        starts.append(doc["events"][0]["version"])
+        voids += [(e["version"], number, e["data"]["reason"]) for e in doc["events"]
+                  if doc["hand"]["voided"] and e["type"] == "hand_voided"]
     if first is None:
         raise ImportRefused("import_refused", "the file holds no hand")
+    _place_voids(hands, starts, voids)
     table = first["table"]
     mode = "results" if first["hand"]["mode"] == "results" else "recorded"
     # Bots play only shuffled tables: an imported seat keeps its name, a person now.
@@ -69,6 +75,17 @@ def _plan(docs: Iterable[tuple[int, Any]], key: Any) -> Plan:
     create = c.CreateTable(table["variant"], table["scoring"], seats,
                            first["hand"]["dealer"], mode, options)
     return Plan(create, hands)
+
+
+def _place_voids(hands: list[tuple[int, list[tuple[str, c.Command]]]], starts: list[int],
+                 voids: list[tuple[int, int, str]]) -> None:
+    """A voided hand is voided again where its source voided it (API.md "Corrections": the
+    record keeps it, marked voided, and the books are as before it): after the commands of
+    the last hand that started before that hand_voided, in the source's order, so a table
+    voided back over several hands is voided back in the same order."""
+    for version, number, reason in sorted(voids):
+        at = max(i for i, start in enumerate(starts) if start < version)
+        hands[at][1].append((f"the void of hand {number}", c.VoidHand(number, reason)))
 
 
 def _commands(doc: dict[str, Any]) -> list[tuple[str, c.Command]]:

@@ -1,0 +1,70 @@
+"""API.md and RULES.md probed from outside, as the external checker would (both stores):
+combinations of Phase 2 features whose answers must agree with each other."""
+
+from __future__ import annotations
+
+import json
+
+from ledger.app.verify import verify_document
+from tests.e2e.club import Club
+from tests.e2e.test_api_clubs import League
+
+THREE_PLAY = {"1": "play", "2": "play", "0": "play"}
+
+
+def _hand(club: Club, t, decisions: dict, tricks: dict) -> None:
+    r = club.start(t, {"result": {"decisions": decisions, "tricks": tricks}})
+    assert r.status_code == 200, r.get_json()
+
+
+def _voided_back_table(club: Club, lg: League):
+    """Hands 1 and 2 entered, hand 2 voided, then hand 1 (voided back to), hand 3 entered."""
+    ms = [lg.member(n) for n in ("Ann", "Bob", "Cat")]
+    t = lg.table(ms, deal="results")
+    _hand(club, t, THREE_PLAY, {"0": 3, "1": 2, "2": 0})
+    _hand(club, t, {"2": "play", "0": "play", "1": "play"}, {"0": 5, "1": 0, "2": 0})
+    for n in (2, 1):
+        r = club.post(t, f"/hands/{n}/void", {"reason": "typo"})
+        assert r.status_code == 200, r.get_json()
+    _hand(club, t, THREE_PLAY, {"0": 1, "1": 2, "2": 2})
+    return t
+
+
+def test_corrections_a_hand_voided_back_to_is_marked_voided_in_every_export(club: Club):
+    lg = League(club)
+    t = _voided_back_table(club, lg)
+    h = lg.h(lg.viewer)
+    table_lines = [json.loads(x) for x in
+                   club.c.get(f"/v1/tables/{t.id}/history", headers=h).data.splitlines()]
+    club_lines = [json.loads(x) for x in lg.get("/history").data.splitlines()]
+    files = {n: club.c.get(f"/v1/tables/{t.id}/hands/{n}/history", headers=h).get_json()
+             for n in (1, 2, 3)}
+    assert [d["hand"]["voided"] for d in table_lines] == [True, True, False]
+    assert [d["hand"]["voided"] for d in club_lines] == [True, True, False]
+    for doc in table_lines:
+        assert files[doc["hand"]["number"]] == doc  # one hand's file is its NDJSON line
+        verify_document(doc)  # a file the service wrote verifies offline
+        record = club.get(t, path=f"/hands/{doc['hand']['number']}").get_json()
+        assert record["hand"]["voided"] is doc["hand"]["voided"]
+    last = files[1]["events"][-1]
+    assert last["type"] == "hand_voided" and last["hand"] == 1
+
+
+def test_hand_history_import_of_a_table_with_voided_hands_keeps_its_books(club: Club):
+    lg = League(club)
+    t = _voided_back_table(club, lg)
+    ndjson = club.c.get(f"/v1/tables/{t.id}/history", headers=lg.h(lg.viewer)).data
+    r = club.c.post(lg.url("/tables/import"), data=ndjson, content_type="application/x-ndjson",
+                    headers=lg.h(lg.scorer))
+    assert r.status_code == 201, r.get_json()
+    copy = r.get_json()["id"]
+
+    def read(table_id: str, path: str):
+        return club.c.get(f"/v1/tables/{table_id}{path}", headers=lg.h(lg.scorer)).get_json()
+
+    assert read(copy, "/ledger")["balances"] == read(t.id, "/ledger")["balances"]
+    assert [s["balance"] for s in read(copy, "")["seats"]] == \
+        [s["balance"] for s in read(t.id, "")["seats"]]
+    again = club.c.get(f"/v1/tables/{copy}/history", headers=lg.h(lg.viewer)).data
+    assert [json.loads(x)["hand"]["voided"] for x in again.splitlines()] == [True, True, False]
+    assert read(copy, "/audit")["ok"] is True
