@@ -235,8 +235,7 @@ class Clubs:
         return {"member": mid, "transfers": transfers, "scores": scores}
 
 
-_FIGURE_EVENTS = frozenset({"hand_settled", "hand_completed", "player_looed",
-                            "penalty_assessed"})
+_FIGURE_EVENTS = frozenset({"hand_settled", "hand_completed", "penalty_assessed"})
 
 
 def table_figures(stored: list[Any]) -> list[dict[str, int]]:
@@ -258,8 +257,8 @@ def table_figures(stored: list[Any]) -> list[dict[str, int]]:
         elif isinstance(e, ev.HandCompleted):
             for seat, won in enumerate(e.tricks_won):
                 out[seat]["tricks"] += won
-        elif isinstance(e, ev.PlayerLooed):
-            out[e.seat]["loos"] += 1
+            for seat in e.looed:  # RULES 7: at any scoring, not only a pool's player_looed
+                out[seat]["loos"] += 1
         elif isinstance(e, ev.PenaltyAssessed):
             out[e.seat]["looed_chips"] += e.amount
     if t.opts.scoring == "points":

@@ -29,7 +29,9 @@ from ledger.core.rules.scoring import initial_scores
 from ledger.core.rules.table import VOIDABLE
 from ledger.store.base import EventStore, StoredEvent
 
-NAME = "standings"
+# The model's name: a new one when the fold changes (.2: loos of points and Rounce games),
+# so a deployment's model is folded again from the first event, never half old, half new.
+NAME = "standings.2"
 TABLES = "tables"  # the scope of the per-table bookkeeping rows
 AGG = "#members"  # club id + this: the scope of the rows a read sums (member x season ...)
 BATCH = 2000
@@ -37,8 +39,8 @@ WAIT = 2.0  # seconds a read waits for events committed before it to become read
 FIGURES = ("hands", "chips", "points", "games_won", "tricks", "loos", "looed_chips")
 _PER_HAND = ("tricks", "loos", "looed_chips")
 _EVENTS = frozenset({"seat_filled", "stake_posted", "tricks_paid", "penalty_assessed",
-                     "player_looed", "hand_completed", "points_scored", "hand_settled",
-                     "game_won", "hand_voided"})
+                     "hand_completed", "points_scored", "hand_settled", "game_won",
+                     "hand_voided"})
 
 
 def _seat(account: str) -> int | None:
@@ -174,13 +176,15 @@ class StandingsProjector:
             add(e.seat, "chips", -e.amount)
             add(e.seat, "looed_chips", e.amount)
             recent()["looed_chips"][e.seat] += e.amount
-        elif isinstance(e, ev.PlayerLooed):
-            add(e.seat, "loos", 1)
-            recent()["loos"][e.seat] += 1
         elif isinstance(e, ev.HandCompleted):
             for seat, won in enumerate(e.tricks_won):
                 add(seat, "tricks", won)
                 recent()["tricks"][seat] += won
+            # RULES 7: looed is stayed in and won no trick, whatever the scoring (a pool
+            # game's player_looed, a points game's -5, Rounce's rounced +5): the hand says who.
+            for seat in e.looed:
+                add(seat, "loos", 1)
+                recent()["loos"][seat] += 1
         elif isinstance(e, ev.PointsScored) and meta["scoring"] == "points":
             totals(e.totals)
         elif isinstance(e, ev.HandSettled):

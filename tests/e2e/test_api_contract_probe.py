@@ -68,3 +68,21 @@ def test_hand_history_import_of_a_table_with_voided_hands_keeps_its_books(club: 
     again = club.c.get(f"/v1/tables/{copy}/history", headers=lg.h(lg.viewer)).data
     assert [json.loads(x)["hand"]["voided"] for x in again.splitlines()] == [True, True, False]
     assert read(copy, "/audit")["ok"] is True
+
+
+def test_standings_loos_count_every_looed_player_at_points_and_rounce_too(club: Club):
+    """RULES 7: looed is stayed in and won no trick, at any scoring (points: -5, Rounce:
+    rounced +5); API.md Standings' `loos` counts them, not only a pool game's penalties."""
+    lg = League(club)
+    ms = [lg.member(n) for n in ("Ann", "Bob", "Cat")]
+    for variant, scoring in (("loo", "pool"), ("loo", "points"), ("rounce", "points")):
+        t = lg.table(ms, deal="results", variant=variant, scoring=scoring)
+        _hand(club, t, THREE_PLAY, {"0": 0, "1": 5, "2": 0})  # Ann and Cat looed
+        assert club.get(t, path="/hands/1").get_json()["hand"]["looed"] == [0, 2]
+    for query, loos in (("", 3), ("?scoring=pool", 1), ("?scoring=points", 2),
+                        ("?variant=rounce", 1)):
+        rows = {r["name"]: r for r in lg.get(f"/standings{query}").get_json()["rows"]}
+        assert [rows[n]["loos"] for n in ("Ann", "Bob", "Cat")] == [loos, 0, loos], query
+    csv = lg.get("/standings?format=csv").data.decode().splitlines()
+    assert csv[0].split(",")[9] == "loos"
+    assert sorted(line.split(",")[9] for line in csv[1:]) == ["0", "3", "3"]

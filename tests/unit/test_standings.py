@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from ledger.app.clubs import Clubs
 from ledger.app.service import Ledger
-from ledger.app.standings import StandingsProjector, standings_rows
+from ledger.app.standings import NAME, StandingsProjector, standings_rows
 from ledger.core import club as cl
 from ledger.core import commands as c
 from ledger.core.errors import LedgerError
@@ -109,7 +109,7 @@ def test_standings_read_model_equals_a_fold_of_every_table(tables, steps, batch)
     before = clubs.standings(loaded)["rows"]
     # A restart: a new projector on the same store carries on from the saved position...
     restarted = StandingsProjector(led.store, batch=7)
-    assert restarted.catch_up() == led.store.read_model_position("standings")
+    assert restarted.catch_up() == led.store.read_model_position(NAME)
     # ...and a rebuild from the first event gives the same rows.
     restarted.rebuild()
     assert _summary(clubs.standings(loaded)["rows"]) == _summary(before)
@@ -120,11 +120,11 @@ def test_a_projector_that_loses_the_race_counts_nothing_twice():
     _run([("table", ("loo", "pool"), 4, [True] * 4, True), ("hand", 0), ("hand", 0)],
          led, clubs, club_id, mids, season, clubs.projector)
     first, second = StandingsProjector(led.store), StandingsProjector(led.store)
-    position = led.store.read_model_position("standings")
+    position = led.store.read_model_position(NAME)
     batch = led.store.read_all(position, 1000)
     rows = first._fold(batch)  # noqa: SLF001 - two projectors racing on one batch
     assert second.catch_up() == batch[-1].position
-    assert not led.store.save_read_model("standings", position, batch[-1].position, rows)
+    assert not led.store.save_read_model(NAME, position, batch[-1].position, rows)
     loaded = clubs.load(club_id)
     assert _summary(clubs.standings(loaded)["rows"]) == _summary(
         clubs.standings_by_scan(loaded)["rows"])
