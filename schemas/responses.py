@@ -151,7 +151,9 @@ class TransferOut(Open):
     to = fields.String(required=True)
     amount = fields.Integer(validate=validate.Range(min=1), required=True)
     reason = fields.String(required=True, validate=validate.OneOf(
-        ["ante", "dealer_ante", "trick", "loo", "pool_award"]))
+        ["ante", "dealer_ante", "trick", "loo", "pool_award", "void"]), metadata={
+            "description": "void: a transfer that gives back one of a voided hand's "
+                           "(see /docs/http, Corrections)"})
     uncapped = fields.Integer(metadata={"description": "loo: the penalty before any cap"})
     cap = fields.Integer(allow_none=True, metadata={"description": "loo: the cap applied"})
 
@@ -162,7 +164,9 @@ class ScoreOut(Open):
     seat = fields.Integer(required=True)
     delta = fields.Integer(required=True)
     reason = fields.String(required=True, validate=validate.OneOf(
-        ["trick", "loo", "rounce", "won_without_play"]))
+        ["trick", "loo", "rounce", "won_without_play", "void"]), metadata={
+            "description": "void: a voided hand's score given back (see /docs/http, "
+                           "Corrections)"})
 
 
 class LedgerOut(Open):

@@ -86,3 +86,23 @@ def test_standings_loos_count_every_looed_player_at_points_and_rounce_too(club: 
     csv = lg.get("/standings?format=csv").data.decode().splitlines()
     assert csv[0].split(",")[9] == "loos"
     assert sorted(line.split(",")[9] for line in csv[1:]) == ["0", "3", "3"]
+
+
+def test_audit_ledger_reasons_of_a_voided_hand_are_in_the_openapi_spec(club: Club):
+    """API.md Corrections: a void's compensating transfers have reason `void` (scores too);
+    the OpenAPI document served by the app lists every reason the ledger answers."""
+    schemas = club.c.get("/openapi.json").get_json()["components"]["schemas"]
+    enums = {name: set(schemas[name]["properties"]["reason"]["enum"])
+             for name in ("TransferOut", "ScoreOut")}
+    for scoring in ("pool", "points"):
+        t = club.create(seats=[{"name": n} for n in ("Ann", "Bob", "Cat")], first_dealer=0,
+                        deal="results", scoring=scoring)
+        _hand(club, t, THREE_PLAY, {"0": 0, "1": 5, "2": 0})
+        assert club.post(t, "/hands/1/void", {"reason": "typo"}).status_code == 200
+        book = club.get(t, path="/ledger").get_json()
+        reasons = {x["reason"] for x in book["transfers"]}
+        assert "void" in reasons or scoring == "points"
+        assert reasons <= enums["TransferOut"]
+        scored = {x["reason"] for x in book.get("scores", [])}
+        assert scored <= enums["ScoreOut"]
+        assert "void" in scored or scoring == "pool"
