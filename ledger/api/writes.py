@@ -8,7 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 from flask import request
-from webargs.flaskparser import FlaskParser
+from webargs import core
+from webargs.flaskparser import FlaskParser, is_json_request
 
 from ledger.api import idempotency as idem
 from ledger.api.auth import authenticated, ledger, require_admin, viewer_for
@@ -23,14 +24,27 @@ Written = Outcome | IdempotentResult  # what a write appended, or the earlier ru
 LATEST_RETRIES = 4  # writes without expected_version: fresh decisions after a lost race
 
 
+def _not_json(name: str) -> Any:
+    """NaN, Infinity and -Infinity: Python's json module reads them, JSON (RFC 8259) has no
+    such numbers, so a body holding one is malformed JSON, a 400 like any other."""
+    raise ValueError(f"{name} is not a JSON number")
+
+
 class JsonBodyParser(FlaskParser):
     """webargs' parser; a body Python's json module cannot take (nested too deep, a number
-    of thousands of digits) is malformed JSON too, a 400, not a server error."""
+    of thousands of digits) or that is not JSON though Python reads it (NaN, Infinity) is
+    malformed JSON too, a 400, not a server error nor a validation error."""
 
     def _raw_load_json(self, req: Any) -> Any:
+        if not is_json_request(req):
+            return core.missing
         try:
-            return super()._raw_load_json(req)
-        except (json.JSONDecodeError, UnicodeDecodeError):
+            text = req.get_data(cache=True).decode()
+        except UnicodeDecodeError as err:
+            raise json.JSONDecodeError(f"not UTF-8: {err.reason}", "<body>", err.start) from err
+        try:
+            return json.loads(text, parse_constant=_not_json)
+        except json.JSONDecodeError:
             raise
         except (RecursionError, ValueError) as err:
             raise json.JSONDecodeError(f"unreadable JSON: {err}", "<body>", 0) from err

@@ -106,3 +106,34 @@ def test_audit_ledger_reasons_of_a_voided_hand_are_in_the_openapi_spec(club: Clu
         scored = {x["reason"] for x in book.get("scores", [])}
         assert scored <= enums["ScoreOut"]
         assert "void" in scored or scoring == "pool"
+
+
+def test_conventions_nan_and_infinity_are_malformed_json_a_400_on_every_write(club: Club):
+    """API.md Conventions: 400 malformed JSON. NaN, Infinity and -Infinity are not JSON
+    (RFC 8259) though Python's json module reads them: they were a 422 validation error."""
+    lg = League(club)
+    member = lg.member("Ann")
+    t = club.create(seats=[{"name": n} for n in ("Ann", "Bob", "Cat")], first_dealer=0)
+    writes = [("post", "/v1/tables", '{"seats": [{"name": "A"}, {"name": "B"}], "ante": %s}'),
+              ("post", f"/v1/tables/{t.id}/actions",
+               '{"type": "decide", "choice": "play", "seat": %s}'),
+              ("post", f"/v1/tables/{t.id}/hands", '{"expected_version": %s}'),
+              ("post", f"/v1/tables/{t.id}/spectators", '{"expected_version": %s}'),
+              ("post", f"/v1/tables/{t.id}/hands/1/void", '{"reason": "x", "v": %s}'),
+              ("post", f"/v1/tables/{t.id}/close", '{"expected_version": %s}'),
+              ("post", "/v1/clubs", '{"name": "Red Lion", "expected_version": %s}'),
+              ("post", lg.url("/members"), '{"name": "Bob", "expected_version": %s}'),
+              ("patch", lg.url(f"/members/{member}"), '{"name": "Ann", "x": [%s]}'),
+              ("post", lg.url("/tokens"), '{"role": "viewer", "label": "v", "n": %s}'),
+              ("post", lg.url("/seasons"), '{"name": "S", "starts_on": "2026-01-01", "x": %s}'),
+              ("post", lg.url("/webhooks"), '{"url": "http://127.0.0.1:9/h", "events": [%s]}')]
+    before = club.view(t)["version"]
+    for method, path, body in writes:
+        for constant in ("NaN", "Infinity", "-Infinity"):
+            token = t.admin if path.startswith("/v1/tables/") else lg.owner
+            r = getattr(club.c, method)(path, data=body % constant,
+                                        content_type="application/json",
+                                        headers=club.auth(token))
+            club.problem(r, 400, "malformed_json")
+    assert club.view(t)["version"] == before
+    assert lg.get("/webhooks", lg.owner).get_json()["items"] == []
