@@ -38,6 +38,10 @@ class HandHistory(MethodView):
         mine = hand_events(led.events(table_id, after_version=first - 1,
                                       up_to_version=p.version), number)
         if not any(s.type == "hand_settled" for s in mine):
+            if p.table.status == "closed":  # closed mid-hand: abandoned, never completed
+                raise Conflict("hand_abandoned", f"hand {number} was abandoned when the table "
+                               "closed: only complete hands have a history (its record and "
+                               "replay are open)")
             raise Conflict("hand_live", f"hand {number} is still being played: its history "
                            "is published once it is complete and settled")
         ends = [s.version for s in mine if s.type in ("hand_settled", "game_won")]

@@ -137,3 +137,17 @@ def test_conventions_nan_and_infinity_are_malformed_json_a_400_on_every_write(cl
             club.problem(r, 400, "malformed_json")
     assert club.view(t)["version"] == before
     assert lg.get("/webhooks", lg.owner).get_json()["items"] == []
+
+
+def test_hand_history_of_a_hand_abandoned_by_closing_is_409_hand_abandoned_not_live(club: Club):
+    """API.md Hand history: complete hands only; 409 while live. A hand the table was closed
+    during is no longer live: the 409 says it was abandoned (it said still being played)."""
+    t = club.create(seats=[{"name": n} for n in ("Ann", "Bob", "Cat")], first_dealer=0)
+    live = club.get(t, path="/hands/1/history")
+    assert club.problem(live, 409, "hand_live")
+    assert club.post(t, "/close", {}).status_code == 200
+    for token in (t.admin, t.seats[1]):
+        j = club.problem(club.get(t, token, "/hands/1/history"), 409, "hand_abandoned")
+        assert "abandoned" in j["detail"] and "still being played" not in j["detail"]
+        assert club.get(t, token, "/hands/1").status_code == 200  # its record is open
+    assert club.c.get(j["type"].replace("http://localhost", "")).status_code == 200
