@@ -66,7 +66,11 @@ def start_hand(p: Projection, cmd: c.StartHand, seeds: Seeds) -> list[ev.Event]:
         raise Invalid("invalid_hand", 'a results table needs the outcome: {"result": '
                       '{"decisions": {...}, "tricks": {...}}}')
     events = tb.start_hand(t, result=cmd.result)
-    return events + tb.settle(tb.replay(events, t))  # results settle at once (API.md)
+    events += tb.settle(tb.replay(events, t))  # results settle at once (API.md)
+    after = tb.replay(events, t)
+    if after.status == "playing" and tb.hands_done(after):  # as settle() closes the others
+        events += tb.close(after, reason="max_hands")
+    return events
 
 
 def _check_recorded_deal(t: tb.Table, cmd: c.StartHand) -> None:

@@ -16,6 +16,8 @@ from ledger.core import commands as c
 from ledger.core.errors import Invalid, LedgerError
 from ledger.core.rules.tiles import parse_tile
 
+LIVE_PLAY_ONLY = frozenset({"hints", "turn_seconds"})
+
 
 class ImportRefused(Invalid):
     """The file cannot be imported; `detail` names the hand and action (nothing created)."""
@@ -71,7 +73,9 @@ def _plan(docs: Iterable[tuple[int, Any]], key: Any) -> Plan:
     mode = "results" if first["hand"]["mode"] == "results" else "recorded"
     # Bots play only shuffled tables: an imported seat keeps its name, a person now.
     seats = tuple((s["name"], None) for s in sorted(table["seats"], key=lambda s: s["seat"]))
-    options = dict(table["options"])
+    # Hints and turn timers serve live play at a shuffled table; the scorer enters every
+    # move of the recorded copy, which takes neither (the rules' options all stay).
+    options = {k: v for k, v in table["options"].items() if k not in LIVE_PLAY_ONLY}
     create = c.CreateTable(table["variant"], table["scoring"], seats,
                            first["hand"]["dealer"], mode, options)
     return Plan(create, hands)

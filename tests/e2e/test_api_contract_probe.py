@@ -151,3 +151,42 @@ def test_hand_history_of_a_hand_abandoned_by_closing_is_409_hand_abandoned_not_l
         assert "abandoned" in j["detail"] and "still being played" not in j["detail"]
         assert club.get(t, token, "/hands/1").status_code == 200  # its record is open
     assert club.c.get(j["type"].replace("http://localhost", "")).status_code == 200
+
+
+def test_tables_max_hands_closes_a_results_table_too(club: Club):
+    """API.md Tables: max_hands closes any table by itself once that many hands are settled
+    (table_closed, reason max_hands); a results table settles in the request that enters a
+    hand, and went on taking hands past it."""
+    t = club.create(seats=[{"name": n} for n in ("Ann", "Bob", "Cat")], first_dealer=0,
+                    deal="results", options={"max_hands": 2})
+    for dealer in (0, 1):
+        others = {str((dealer + k) % 3): "drop" for k in (1, 2)}
+        r = club.start(t, {"result": {"decisions": others}})
+        assert r.status_code == 200, r.get_json()
+    view = club.view(t)
+    assert view["status"] == "closed"
+    last = club.get(t, path="/events?limit=1000").get_json()["events"][-1]
+    assert last["type"] == "table_closed" and last["data"]["reason"] == "max_hands"
+    club.problem(club.start(t, {"result": {"decisions": {"0": "drop", "1": "drop"}}}), 422,
+                 "table_closed")
+    assert club.get(t, path="/audit").get_json()["ok"] is True
+
+
+def test_hand_history_an_export_of_a_table_with_hints_or_a_turn_timer_imports(club: Club):
+    """API.md Hand history: an import creates a recorded table whose hands are checked as if
+    entered live, and refuses only an illegal file. A shuffled table's hints or turn_seconds
+    (options of live play, which a recorded table does not take) refused the whole file."""
+    lg = League(club)
+    for options in ({"hints": True, "max_hands": 1}, {"turn_seconds": 60, "max_hands": 1}):
+        t = lg.table([], seats=[{"name": n} for n in ("Ann", "Bob", "Cat")], options=options)
+        while legal := club.view(t)["legal_actions"]:
+            assert club.act(t, legal[0]).status_code == 200
+        ndjson = club.c.get(f"/v1/tables/{t.id}/history", headers=lg.h(lg.viewer)).data
+        r = club.c.post(lg.url("/tables/import"), data=ndjson,
+                        content_type="application/x-ndjson", headers=lg.h(lg.scorer))
+        assert r.status_code == 201, r.get_json()
+        copy = r.get_json()["table"]
+        assert copy["options"]["max_hands"] == 1 and copy["deal"] == "recorded"
+        assert not copy["options"]["hints"] and "turn_seconds" not in copy["options"]
+        book = club.c.get(f"/v1/tables/{copy['id']}/ledger", headers=lg.h(lg.scorer))
+        assert book.get_json()["balances"] == club.get(t, path="/ledger").get_json()["balances"]
