@@ -91,7 +91,7 @@ from ledger.store.base import (
 )
 from ledger.store.bulk import gc_paused
 from ledger.store.hashing import GENESIS, Sealed, canonical_json, json_scalar, positioned, seal
-from ledger.store.postgres_pool import POOL_TIMEOUT, Connections, redact
+from ledger.store.postgres_pool import POOL_TIMEOUT, Connections, StoreConnection, redact
 from ledger.store.postgres_schema import MIGRATIONS
 
 log = logging.getLogger(__name__)
@@ -289,7 +289,7 @@ class PostgresStore:
         self._notifier: _Notifier | None = None
         self._watch_lock = threading.Lock()
 
-    def _conn(self) -> AbstractContextManager[psycopg.Connection[Any]]:
+    def _conn(self) -> AbstractContextManager[StoreConnection]:
         return self._connections.get()
 
     # ---- schema ---------------------------------------------------------------------------
@@ -406,8 +406,8 @@ class PostgresStore:
                 params += _checkpoint_params(table_id, sealed, checkpoints, with_index=False)
             try:
                 with self._conn() as conn:
-                    rows = conn.execute(_checked_insert(len(sealed), expected_version == 0, k),
-                                        params).fetchall()
+                    rows = conn.run(_checked_insert(len(sealed), expected_version == 0, k),
+                                    params).fetchall()
             except psycopg.Error as err:
                 raise self._translate(err, table_id, expected_version, None,
                                       request_hash) from None
@@ -425,8 +425,8 @@ class PostgresStore:
                 params += _checkpoint_params(table_id, sealed, checkpoints, with_index=True)
             try:
                 with self._conn() as conn:
-                    row = conn.execute(_append_with_checkpoints(k) if k else _APPEND,
-                                       params).fetchone()
+                    row = conn.run(_append_with_checkpoints(k) if k else _APPEND,
+                                   params).fetchone()
             except psycopg.Error as err:
                 if err.sqlstate == "LO412" and err.diag.message_detail:
                     prev = err.diag.message_detail
@@ -746,6 +746,8 @@ class _Notifier:
 
     def _run(self) -> None:
         conn: psycopg.Connection[Any] | None = None
+        cur: psycopg.Cursor[Any] | None = None
+        channel = ""
         try:
             while True:
                 with self._cond:
@@ -756,10 +758,16 @@ class _Notifier:
                         return
                     top = self._top
                 try:
-                    if conn is None or conn.closed:
+                    if conn is None or conn.closed or cur is None:
                         conn = psycopg.connect(self._url, **self._kwargs)
-                    conn.execute(f"SELECT set_config('synchronous_commit', 'off', true),"
-                                 f" pg_notify({_CHANNEL}, %s)", (str(top),))
+                        # For the session (every statement on it is a NOTIFY), and the
+                        # channel once: each NOTIFY is then one call and one cursor reused.
+                        cur = conn.cursor()
+                        row = cur.execute("SELECT set_config('synchronous_commit', 'off',"
+                                          f" false), {_CHANNEL}").fetchone()
+                        assert row is not None
+                        channel = row[1]
+                    cur.execute("SELECT pg_notify(%s, %s)", (channel, str(top)))
                     self._sent = top
                     with self._cond:  # commits meanwhile wait for the next NOTIFY
                         if not self._stopped:
@@ -769,7 +777,7 @@ class _Notifier:
                                 " ".join(str(err).split())[:200])
                     if conn is not None:
                         conn.close()
-                        conn = None
+                        conn, cur = None, None
                     with self._cond:
                         self._cond.wait(0.5)
         finally:

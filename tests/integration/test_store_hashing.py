@@ -52,6 +52,35 @@ def test_canonical_json_is_sorted_compact_and_unescaped() -> None:
     assert canonical_json({"b": [1, "é"], "a": None}) == '{"a":null,"b":[1,"é"]}'
 
 
+any_json = st.recursive(
+    scalars | st.floats() | st.integers(),
+    lambda inner: st.lists(inner, max_size=3) | st.tuples(inner, inner)
+    | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    | st.dictionaries(st.integers(-5, 5), inner, max_size=3),
+    max_leaves=10)
+
+
+@given(any_json)
+def test_canonical_json_is_json_dumps_sorted_compact_and_unescaped(value: Any) -> None:
+    assert canonical_json(value) == json.dumps(value, sort_keys=True, separators=(",", ":"),
+                                               ensure_ascii=False)
+
+
+def test_canonical_json_refuses_circular_and_unknown_values_as_json_dumps_does() -> None:
+    loop: dict[str, Any] = {"a": [1]}
+    loop["a"].append(loop)
+    with pytest.raises(ValueError, match="Circular reference"):
+        canonical_json(loop)
+    with pytest.raises(TypeError):
+        canonical_json({"a": {1, 2}})
+    deep: list[Any] = []
+    for _ in range(100_000):  # deep but not circular: json.dumps exhausts the recursion too
+        deep = [deep]
+    with pytest.raises(RecursionError):
+        canonical_json(deep)
+    assert canonical_json({"ok": [1.5, "x"]}) == '{"ok":[1.5,"x"]}'  # still usable after
+
+
 def test_sealing_copies_data_through_json() -> None:
     data = {"tiles": (1, 2)}
     (s,) = seal("t", 0, GENESIS, [NewEvent("x", None, data)])
