@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,15 +18,16 @@ from tests.e2e.club import Club
 def statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every statement this process sends to PostgreSQL while the test runs."""
     sent: list[str] = []
-    real = psycopg.Connection.execute
+    real = psycopg.Cursor.execute  # conn.execute() goes through it, as the store's kept cursor
 
-    def execute(self: psycopg.Connection[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
+    def execute(self: psycopg.Cursor[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
         text = query.decode() if isinstance(query, bytes) else str(query)
-        if "pg_notify" not in text:  # the feeds' NOTIFY: after the commit, off the request
+        # Not the feeds' NOTIFY thread's: after the commit, off the request.
+        if threading.current_thread().name != "loo-store-notify":
             sent.append(text)
         return real(self, query, *args, **kwargs)
 
-    monkeypatch.setattr(psycopg.Connection, "execute", execute)
+    monkeypatch.setattr(psycopg.Cursor, "execute", execute)
     return sent
 
 
