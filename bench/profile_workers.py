@@ -52,7 +52,8 @@ def main() -> None:
 
 
 class _Counted(redis.Redis):
-    """Counts the commands this connection sends (a pipeline's count as one round trip)."""
+    """Counts the commands this connection sends (a pipeline's count as one round trip; a
+    watching pipeline's immediate commands, WATCH and its reads, one each)."""
 
     commands = 0
     round_trips = 0
@@ -75,6 +76,16 @@ class _Counted(redis.Redis):
             return execute(raise_on_error)
 
         pipe.execute = counted
+        immediate = pipe.immediate_execute_command
+
+        def counted_now(*args: Any, **options: Any) -> Any:
+            # WATCH, and what a watching pipeline reads before MULTI: each a round trip.
+            _Counted.commands += 1
+            _Counted.round_trips += 1
+            _Counted.names[f"{args[0]} (watching)"] += 1
+            return immediate(*args, **options)
+
+        pipe.immediate_execute_command = counted_now
         return pipe
 
 
