@@ -24,17 +24,20 @@ high-water mark tells the follower to look again shortly (ledger/app/feed.py).
 Within a table positions follow versions: `loo_append` takes its transaction id only
 after reading the head, whose writer got its id before committing.
 
-Two ways in. An append without an idempotency key of at most _CHECKED_MAX events (nearly
-every move) is one INSERT ... SELECT that writes only onto the expected head: version
+Two ways in. An append without an idempotency key (every move, a job's run of bot turns)
+is one INSERT ... SELECT that writes only onto the expected head: version
 `expected_version` must be there with hash prev_hash (one index probe, `_ONTO`), and the
 primary key refuses version expected + 1 if it is there too (a stale version: a
 VersionConflict). The same checks and positions as `loo_append`, without the function's
-per-statement overhead and the JSON batch it parses. When that INSERT writes nothing (a
-version ahead of the head, or a wrong cached hash), `loo_append` runs and says why.
-Appends with a key, or bigger batches, call `loo_append` directly. The probe stays though
-the cached head is a fact (events are immutable): a database restored or failed over to a
-replica behind would otherwise take a gap in a chain (it costs 15-20% of the statement's
-server instructions).
+per-statement overhead and the JSON batch it parses. Up to _CHECKED_MAX events its rows
+are a VALUES list; a bigger batch (a job's hand of bot turns, 30-40 events, or a long
+all-bot run's hundreds) goes as one array per column, unnested: one statement text for any
+size, so it is prepared once, and each event costs what it costs in a small batch. When
+that INSERT writes nothing (a version ahead of the head, or a wrong cached hash),
+`loo_append` runs and says why. Appends with a key call `loo_append` directly. The probe
+stays though the cached head is a fact (events are immutable): a database restored or
+failed over to a replica behind would otherwise take a gap in a chain (it costs 15-20% of
+the statement's server instructions).
 
 Checkpoints an append carries (`NewCheckpoints`, a settled hand's signed head) are written
 by the append's own statement (a data-modifying WITH), signed before it: one round trip and
@@ -160,7 +163,9 @@ SELECT id FROM t WHERE id IS NOT NULL"""
 _MAX_VERSION = 2**31 - 1
 _WEBHOOK_COLS = "webhook_id, club_id, position, attempt, retry_at, lease_owner, lease_until"
 _WEBHOOK_KEYS = tuple(_WEBHOOK_COLS.split(", "))
-_CHECKED_MAX = 8  # events in one append through the single checked INSERT
+_CHECKED_MAX = 8  # events in one append through the checked INSERT of a VALUES list
+# Positions are (xid << 20) + 1..n: loo_append refuses a bigger batch (LO413) and says so.
+_BATCH_MAX = (1 << 20) - 1
 _CHECKED_ROW = ("(%s::int, %s::int, %s::text, %s::int, %s::jsonb, %s::text, %s::text, %s::text,"
                 " %s::text)")
 _HEAD_CACHE_SIZE = 10_000
@@ -201,16 +206,39 @@ def _checked_insert(n: int, onto_genesis: bool, checkpoints: int = 0) -> str:
                   f" {_WRITING}) AS writing, (VALUES {', '.join([_CHECKED_ROW] * n)})"
                   " AS e(i, version, type, hand, data, causation, recorded_at, prev_hash,"
                   f" hash){check}")
+    return _with_checkpoints(insert, checkpoints)
+
+
+@lru_cache(maxsize=8)
+def _checked_insert_arrays(onto_genesis: bool, checkpoints: int = 0) -> str:
+    """`_checked_insert` of a batch of any size, its columns as arrays (`_checked_params`):
+    the same checks and positions (position = xid << 20 + index in the batch)."""
+    check = "" if onto_genesis else _ONTO
+    insert = (f"{_INSERT} SELECT %s::text, e.version, {_XID} + e.i, e.type, e.hand,"
+              " e.data::jsonb, e.causation, e.recorded_at, e.prev_hash, e.hash FROM (SELECT"
+              f" {_WRITING}) AS writing, unnest(%s::int[], %s::text[], %s::int[], %s::text[],"
+              " %s::text[], %s::text[], %s::text[], %s::text[]) WITH ORDINALITY AS e(version,"
+              f" type, hand, data, causation, recorded_at, prev_hash, hash, i){check}")
+    return _with_checkpoints(insert, checkpoints, first_only=True)
+
+
+def _with_checkpoints(insert: str, checkpoints: int, first_only: bool = False) -> str:
+    """The INSERT returning its positions (`first_only`: one row, the first position), and
+    `checkpoints` checkpoints naming some of its events (`_checkpoint_params`) written by
+    the same statement. Either way no row when the INSERT refused."""
+    # One row rather than a row per event: psycopg builds each (~4% of a 32-event append).
+    out = " SELECT min(position) FROM e HAVING count(*) > 0" if first_only else (
+        " SELECT position FROM e")
     if not checkpoints:
-        return f"{insert} RETURNING position"
+        return f"WITH e AS ({insert} RETURNING position){out}" if first_only else (
+            f"{insert} RETURNING position")
     # A data-modifying WITH runs once whether or not the query reads it; it writes nothing
     # when the INSERT refused (no rows), so the statement still returns none.
     return (f"WITH e AS ({insert} RETURNING version, position),"
             " c AS (INSERT INTO checkpoints SELECT %s::text, e.version,"
             " k.pre || e.position::text || k.post FROM e JOIN (VALUES"
             f" {', '.join(['(%s::int, %s::text, %s::text)'] * checkpoints)})"
-            " AS k(version, pre, post) ON k.version = e.version ON CONFLICT DO NOTHING)"
-            " SELECT position FROM e")
+            f" AS k(version, pre, post) ON k.version = e.version ON CONFLICT DO NOTHING){out}")
 
 
 @lru_cache(maxsize=8)
@@ -245,12 +273,43 @@ def _checkpoint_params(table_id: str, sealed: list[Sealed], checkpoints: NewChec
     return params
 
 
+def _ints(values: list[int | None]) -> str:
+    """A PostgreSQL array literal of ints (None: NULL)."""
+    if None in values:
+        return "{" + ",".join("NULL" if v is None else str(int(v)) for v in values) + "}"
+    return "{" + ",".join(map(str, map(int, values))) + "}"  # type: ignore[arg-type]
+
+
+def _texts(values: list[str | None]) -> str:
+    """A PostgreSQL array literal of strings (None: NULL): each element quoted, a backslash
+    before each backslash and double quote. Escaped in one pass over the elements joined
+    by NUL, which no PostgreSQL text holds (psycopg's list adapter quotes element by
+    element in Python: a third of the client's time for a 300-event append)."""
+    if not values:
+        return "{}"
+    if None in values:
+        return "{" + ",".join("NULL" if v is None else _texts([v])[1:-1] for v in values) + "}"
+    joined = "\x00".join(values)  # type: ignore[arg-type]
+    if joined.count("\x00") != len(values) - 1:
+        raise StoreError("text with a NUL character")  # PostgreSQL would refuse it too
+    escaped = joined.replace("\\", "\\\\").replace('"', '\\"')
+    return '{"' + escaped.replace("\x00", '","') + '"}'
+
+
 def _checked_params(table_id: str, expected_version: int, prev: str,
                     sealed: list[Sealed]) -> list[Any]:
-    if len(sealed) == 1:
+    if len(sealed) > _CHECKED_MAX:
+        params: list[Any] = [table_id, _ints([e.version for e in sealed]),
+                             _texts([e.type for e in sealed]), _ints([e.hand for e in sealed]),
+                             _texts([e.data_json for e in sealed]),
+                             _texts([e.causation for e in sealed]),
+                             _texts([e.recorded_at for e in sealed]),
+                             _texts([e.prev_hash for e in sealed]),
+                             _texts([e.hash for e in sealed])]
+    elif len(sealed) == 1:
         e = sealed[0]
-        params: list[Any] = [table_id, e.version, e.type, e.hand, e.data_json, e.causation,
-                             e.recorded_at, e.prev_hash, e.hash]
+        params = [table_id, e.version, e.type, e.hand, e.data_json, e.causation,
+                  e.recorded_at, e.prev_hash, e.hash]
     else:
         params = [table_id]
         for i, e in enumerate(sealed, start=1):
@@ -399,15 +458,17 @@ class PostgresStore:
         # With checkpoints too, one statement: they are signed before it (their data does not
         # hold the position, which only the statement gives) and written by it.
         k = len(checkpoints.indexes) if checkpoints is not None else 0
-        if idempotency_key is None and len(events) <= _CHECKED_MAX:
+        n = len(events)
+        if idempotency_key is None and n <= _BATCH_MAX:
             sealed = seal(table_id, expected_version, prev, events)
             params = _checked_params(table_id, expected_version, prev, sealed)
             if checkpoints is not None:
                 params += _checkpoint_params(table_id, sealed, checkpoints, with_index=False)
+            query = (_checked_insert(n, expected_version == 0, k) if n <= _CHECKED_MAX
+                     else _checked_insert_arrays(expected_version == 0, k))
             try:
                 with self._conn() as conn:
-                    rows = conn.run(_checked_insert(len(sealed), expected_version == 0, k),
-                                    params).fetchall()
+                    rows = conn.run(query, params).fetchall()
             except psycopg.Error as err:
                 raise self._translate(err, table_id, expected_version, None,
                                       request_hash) from None

@@ -189,8 +189,10 @@ def wait_for(conn: psycopg.Connection[Any], app: str, state: str,
     """Poll the server's view of the child's connections until `done(count)`."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        # The append's one statement: the checked INSERT (no key), or loo_append.
         row = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s"
-                           " AND state LIKE %s AND query LIKE '%%loo_append%%'",
+                           " AND state LIKE %s AND (query LIKE '%%loo_append%%'"
+                           " OR query LIKE '%%INSERT INTO events%%')",
                            (app, state)).fetchone()
         if row is not None and done(row[0]):
             return
