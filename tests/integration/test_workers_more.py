@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from rq import Retry
+from rq import Queue, Retry
 from rq.job import JobStatus
 from rq.scheduler import RQScheduler
 
@@ -324,3 +324,74 @@ def test_a_worker_looks_for_rq_suspend_at_most_once_a_second_and_still_obeys_it(
     w.LooWorker([queue], connection=queue.connection,
                 serializer=queue.serializer).work(burst=True, logging_level="WARNING")
     assert held.get_status() == JobStatus.QUEUED  # suspended: not taken
+
+
+def _observe() -> dict[str, Any]:
+    """A job that reports what Redis holds while it runs: its worker's state, its own
+    status, its execution in the started registry, whether it is still on the list of
+    dequeued jobs."""
+    from rq import get_current_job
+    from rq.worker import Worker
+
+    job = get_current_job()
+    assert job is not None
+    conn = job.connection
+    queue = Queue(job.origin, connection=conn)
+    return {"worker": (conn.hget(Worker.redis_worker_namespace_prefix + str(job.worker_name),
+                                 "state") or b"").decode(),
+            "status": job.get_status(refresh=True).value,
+            "started": len(queue.started_job_registry.get_job_ids(cleanup=False)),
+            "dequeued": conn.lrange(queue.intermediate_queue_key, 0, -1) == []}
+
+
+def _fail() -> None:
+    raise RuntimeError("this job fails")
+
+
+def test_a_job_costs_the_worker_six_redis_round_trips_and_keeps_rqs_bookkeeping(
+        queue: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """LooWorker sends rq's job bookkeeping in 6 round trips, not 9 (the worker marked idle
+    before each dequeue and the job's last heartbeat each went alone; the execution's
+    registration and the job's start were two pipelines), and Redis holds the same: the
+    worker busy, the job started and its execution registered while it runs; after it the
+    worker idle, the job finished or failed with its end and last heartbeat, no execution
+    left."""
+    from rq.worker import Worker
+
+    from bench.profile_workers import _Counted
+    from workers import worker as w
+
+    # Its registration's beat and the look for `rq suspend`, once a second each, left out.
+    monkeypatch.setattr(w, "WORKER_BEAT_SECONDS", 60)
+    monkeypatch.setattr(w, "SUSPENSION_CHECK_SECONDS", 60)
+    conn = _Counted(connection_pool=queue.connection.connection_pool)
+    counted = type(queue)(queue.name, connection=conn, serializer=queue.serializer)
+
+    def run(jobs: int) -> int:
+        ids = [queue.enqueue(f"{__name__}._noop").id for _ in range(jobs)]
+        _Counted.round_trips = 0
+        w.LooWorker([counted], connection=conn, serializer=queue.serializer).work(
+            burst=True, logging_level="WARNING")
+        assert all(queue.fetch_job(i).get_status() == JobStatus.FINISHED for i in ids)
+        return _Counted.round_trips
+
+    run(1)  # rq looks up the server's version once per connection
+    per_job = (run(11) - run(1)) / 10  # the worker's start and end taken out
+    assert per_job == 6, per_job
+
+    ok, bad = queue.enqueue(f"{__name__}._observe"), queue.enqueue(f"{__name__}._fail")
+    worker = w.LooWorker([queue], connection=queue.connection, serializer=queue.serializer)
+    monkeypatch.setattr(worker, "register_death", lambda: None)  # keep its state to read
+    worker.work(burst=True, logging_level="WARNING")
+    ok, bad = queue.fetch_job(ok.id), queue.fetch_job(bad.id)
+    assert ok.return_value() == {"worker": "busy", "status": "started", "started": 1,
+                                 "dequeued": True}
+    assert ok.get_status() == JobStatus.FINISHED and bad.get_status() == JobStatus.FAILED
+    for job in (ok, bad):
+        assert job.ended_at is not None and job.started_at <= job.ended_at
+        assert job.last_heartbeat is not None and job.last_heartbeat >= job.started_at
+    assert queue.started_job_registry.get_job_ids(cleanup=False) == []
+    assert queue.connection.hget(Worker.redis_worker_namespace_prefix + worker.name,
+                                 "state") == b"idle"
+    worker.register_death = lambda: Worker.register_death(worker)  # type: ignore[method-assign]
+    worker.register_death()
