@@ -10,7 +10,7 @@ from types import FunctionType
 from typing import Any
 
 import marshmallow as ma
-from flask import Flask, Response, current_app, request, send_from_directory
+from flask import Flask, Response, current_app, send_from_directory
 from flask.views import MethodView
 from flask_smorest import Api
 from werkzeug.exceptions import NotFound, RequestEntityTooLarge, UnsupportedMediaType
@@ -18,6 +18,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from ledger.api import errors
 from ledger.api.blueprint import Blueprint
+from ledger.api.context import current_request, flask_app
 from ledger.api.jsonio import OrjsonProvider
 from ledger.bootstrap import ENV_VARS, ConfigError, Container, Settings, bootstrap, one_line
 
@@ -76,8 +77,13 @@ class LooFlask(Flask):
         self._plain_sync: dict[Callable[..., Any], bool] = {}
 
     def ensure_sync(self, func: Callable[..., Any]) -> Callable[..., Any]:
-        plain = getattr(func, "__func__", func)
-        known = self._plain_sync.get(plain)
+        # A plain function is its own key (asking it for __func__ would raise and format an
+        # AttributeError inside getattr every time); a bound method is found by __func__.
+        known = self._plain_sync.get(func)
+        plain = func
+        if known is None:
+            plain = getattr(func, "__func__", func)
+            known = self._plain_sync.get(plain)
         if known is None:
             if not isinstance(plain, FunctionType):
                 return super().ensure_sync(func)
@@ -173,14 +179,15 @@ DEFAULT_MAX_BODY = 8 * 1024 * 1024  # a loo-hh import of a long table fits; LOO_
 def require_json_body() -> None:
     """A body over the cap is refused on its announced length, before a byte of it is read
     (413); a write with a body that is not JSON is refused up front (415), not half-parsed."""
-    limit = current_app.config.get("MAX_CONTENT_LENGTH")
-    if limit is not None and (request.content_length or 0) > limit:
+    req = current_request()  # one proxy lookup (ledger/api/context.py)
+    limit = flask_app().config.get("MAX_CONTENT_LENGTH")
+    if limit is not None and (req.content_length or 0) > limit:
         raise RequestEntityTooLarge(
-            f"the request body is {request.content_length} bytes; the limit is {limit}")
-    ndjson = request.mimetype == "application/x-ndjson" and request.path.endswith(
+            f"the request body is {req.content_length} bytes; the limit is {limit}")
+    ndjson = req.mimetype == "application/x-ndjson" and req.path.endswith(
         "/tables/import")  # loo-hh files, one a line (API.md Hand history)
-    if request.method in {"POST", "PUT", "PATCH"} and request.content_length \
-            and not request.is_json and not ndjson:
+    if req.method in {"POST", "PUT", "PATCH"} and req.content_length \
+            and not req.is_json and not ndjson:
         raise UnsupportedMediaType("send the body as JSON, with Content-Type: application/json")
 
 

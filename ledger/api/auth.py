@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import hmac
 
-from flask import current_app, g, request
-
+from ledger.api.context import current_request, flask_app, request_state
 from ledger.app.projector import Projection
 from ledger.app.service import Ledger, token_hash
 from ledger.app.views import Viewer
@@ -13,12 +12,12 @@ from ledger.core.errors import Forbidden, Unauthorized
 
 
 def ledger() -> Ledger:
-    return current_app.extensions["loo_ledger"]
+    return flask_app().extensions["loo_ledger"]
 
 
 def viewer_for(p: Projection) -> Viewer:
     """Who is calling: 401 without a token of this table."""
-    header = request.headers.get("Authorization", "")
+    header = current_request().headers.get("Authorization", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise Unauthorized("missing_token", "send Authorization: Bearer <token> "
@@ -54,9 +53,10 @@ def viewer_for(p: Projection) -> Viewer:
 def token_digest(token: str) -> str:
     """The token's hash as stored (SHA-256, hex), computed once a request: the rate limiter
     keys a token's budget by it too."""
-    cached = g.get("loo_token_digest")
+    state = request_state()
+    cached = state.get("loo_token_digest")
     if cached is None or cached[0] != token:
-        cached = g.loo_token_digest = (token, token_hash(token))
+        cached = state.loo_token_digest = (token, token_hash(token))
     return cached[1]
 
 
@@ -70,13 +70,13 @@ def authenticate(table_id: str, admin_only: bool = False) -> Viewer:
         raise Forbidden("read_only_token", "a spectator token only reads this table")
     if admin_only:
         require_admin(viewer)
-    g.loo_viewer = viewer
+    request_state().loo_viewer = viewer
     return viewer
 
 
 def authenticated() -> Viewer | None:
     """The viewer `authenticate` found for this request, if it ran."""
-    return g.get("loo_viewer")
+    return request_state().get("loo_viewer")
 
 
 def require_admin(v: Viewer) -> None:

@@ -15,9 +15,11 @@ from functools import wraps
 from typing import Any
 
 import flask_smorest
-from flask import Response, current_app, jsonify
+from flask import Response
 from flask_smorest.utils import unpack_tuple_response
 from marshmallow import Schema
+
+from ledger.api.context import flask_app
 
 
 def _instance(schema: Any) -> Any:
@@ -40,12 +42,13 @@ class Blueprint(flask_smorest.Blueprint):
                 if isinstance(result, Response):
                     return result
                 body, status, headers = unpack_tuple_response(result)
-                if checker is not None and current_app.testing:
+                app = flask_app()
+                if checker is not None and app.testing:
                     dumped = checker.dump(body)
                     if dumped != body:
                         raise AssertionError(f"response differs from its schema "
                                              f"{type(checker).__name__}: {dumped!r} != {body!r}")
-                resp = jsonify(body)
+                resp = app.json.response(body)  # flask.jsonify, without its proxy read
                 resp.status_code = int(status) if status is not None else int(status_code)
                 if headers:
                     resp.headers.extend(headers)

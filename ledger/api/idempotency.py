@@ -8,12 +8,13 @@ from typing import Any
 
 from flask import request
 
+from ledger.api.context import current_request
 from ledger.app.views import Viewer
 from ledger.core.errors import BadRequest
 
 
 def key() -> str | None:
-    raw = request.headers.get("Idempotency-Key")
+    raw = current_request().headers.get("Idempotency-Key")
     if raw is None:
         return None
     raw = raw.strip()

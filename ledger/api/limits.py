@@ -24,12 +24,13 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from flask import Flask, Response, g, request
+from flask import Flask, Request, Response
 from limits import RateLimitItem, parse_many
 from limits.storage import RedisStorage, Storage, storage_from_string
 from limits.strategies import FixedWindowRateLimiter
 
 from ledger.api.auth import token_digest
+from ledger.api.context import current_request, request_state
 from ledger.bootstrap import ConfigError
 
 log = logging.getLogger(__name__)
@@ -52,25 +53,27 @@ UNLIMITED_PREFIXES = ("/healthz", "/readyz", "/metrics", "/assets/")
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
-def request_class() -> str:
-    cls = g.get("loo_limit_class")
+def request_class(req: Request | None = None) -> str:
+    state = request_state()
+    cls = state.get("loo_limit_class")
     if cls is None:
+        req = req or current_request()
         cls = "read"
-        if request.method in WRITE_METHODS:
-            rule = request.url_rule.rule if request.url_rule is not None else ""
-            cls = "create" if request.method == "POST" and rule in CREATE_RULES else "write"
-        g.loo_limit_class = cls
+        if req.method in WRITE_METHODS:
+            rule = req.url_rule.rule if req.url_rule is not None else ""
+            cls = "create" if req.method == "POST" and rule in CREATE_RULES else "write"
+        state.loo_limit_class = cls
     return cls
 
 
-def bearer() -> str | None:
-    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+def bearer(req: Request | None = None) -> str | None:
+    scheme, _, token = (req or current_request()).headers.get("Authorization", "").partition(" ")
     token = token.strip()
     return token if scheme.lower() == "bearer" and token else None
 
 
-def by_address() -> str:
-    return "address:" + (request.remote_addr or "unknown")
+def by_address(req: Request | None = None) -> str:
+    return "address:" + ((req or current_request()).remote_addr or "unknown")
 
 
 def parse_limits(environ: Mapping[str, str]) -> dict[str, str] | None:
@@ -224,13 +227,14 @@ class RateLimits:
 
     def check(self) -> Response | None:
         """429 problem+json when the request is over a budget (nothing else is run)."""
-        rule = request.url_rule
-        if rule is None or request.path.startswith(UNLIMITED_PREFIXES) \
+        req = current_request()  # one proxy lookup (ledger/api/context.py)
+        rule = req.url_rule
+        if rule is None or req.path.startswith(UNLIMITED_PREFIXES) \
                 or rule.endpoint.rpartition(".")[2] == "static":
             return None  # unknown paths (404, 405) and what is never limited
-        cls = request_class()
-        token = bearer()
-        spends = [("address", by_address())]
+        cls = request_class(req)
+        token = bearer(req)
+        spends = [("address", by_address(req))]
         if token is not None:
             spends.insert(0, ("token", "token:" + token_digest(token)[:32]))
         if self.spend_script is not None and self._current() is self.strategy:

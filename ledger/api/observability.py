@@ -6,9 +6,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from flask import Flask, Response, current_app, g, request
+from flask import Flask, Response, current_app
 
 from ledger import metrics
+from ledger.api.context import current_request, request_state
 from ledger.observe import REQUEST_ID, new_request_id
 
 log = logging.getLogger("ledger.api.requests")
@@ -16,31 +17,34 @@ HEADER = "X-Request-Id"
 
 
 def start() -> None:
-    g.loo_t0 = metrics.now()
-    rid = new_request_id(request.headers.get(HEADER))
-    g.request_id = rid
-    g.loo_rid_token = REQUEST_ID.set(rid)
+    state = request_state()  # one proxy lookup (ledger/api/context.py)
+    state.loo_t0 = metrics.now()
+    rid = new_request_id(current_request().headers.get(HEADER))
+    state.request_id = rid
+    state.loo_rid_token = REQUEST_ID.set(rid)
 
 
 def finish(resp: Response) -> Response:
-    rid = g.get("request_id")
+    state = request_state()
+    rid = state.get("request_id")
     if rid is not None:
         resp.headers[HEADER] = rid
-    t0 = g.get("loo_t0")
+    t0 = state.get("loo_t0")
     if t0 is not None:
-        route = request.url_rule.rule if request.url_rule is not None else "unmatched"
+        req = current_request()
+        route = req.url_rule.rule if req.url_rule is not None else "unmatched"
         seconds = metrics.now() - t0
-        metrics.count_request(request.method, route, resp.status_code, seconds)
+        metrics.count_request(req.method, route, resp.status_code, seconds)
         if log.isEnabledFor(logging.INFO):  # the access log: one JSON line per request
-            log.info("%s %s %d", request.method, request.path, resp.status_code,
-                     extra={"method": request.method, "route": route, "path": request.path,
+            log.info("%s %s %d", req.method, req.path, resp.status_code,
+                     extra={"method": req.method, "route": route, "path": req.path,
                             "status": resp.status_code, "ms": round(seconds * 1000, 2),
-                            "remote": request.remote_addr})
+                            "remote": req.remote_addr})
     return resp
 
 
 def reset(_exc: BaseException | None) -> None:
-    token = g.pop("loo_rid_token", None)
+    token = request_state().pop("loo_rid_token", None)
     if token is not None:
         try:
             REQUEST_ID.reset(token)

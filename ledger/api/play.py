@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import request
 from flask.views import MethodView
 
 from ledger.api.auth import acting_seat, authenticate, ledger, viewer_for
 from ledger.api.blueprint import Blueprint
+from ledger.api.context import current_request
 from ledger.api.writes import BODY_PARSER, write, write_response
 from ledger.app.hints import hint
 from ledger.app.projector import Projection
@@ -27,9 +27,10 @@ blp.ARGUMENTS_PARSER = BODY_PARSER  # before the routes below: their decorators 
 @blp.before_request
 def who_calls() -> None:
     """404 / 401 / 403 come before anything about the body; starting a hand is the admin's."""
-    table_id = (request.view_args or {}).get("table_id")
-    if request.method == "POST" and table_id is not None:
-        path = request.path.rstrip("/")
+    req = current_request()  # one proxy lookup (ledger/api/context.py)
+    table_id = (req.view_args or {}).get("table_id")
+    if req.method == "POST" and table_id is not None:
+        path = req.path.rstrip("/")
         authenticate(table_id, admin_only=path.endswith(("/hands", "/void")))
 
 FIELDS = {

@@ -8,8 +8,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from flask import Flask, request
+from flask import Flask
 
+from ledger.api.context import current_request
 from ledger.core.errors import Invalid
 
 _RULE_PARAM = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")  # Flask's <int:n> is OpenAPI's {n}
@@ -28,22 +29,23 @@ class DeclaredQuery:
         self._paths: dict[str, str] = {}
 
     def __call__(self) -> None:
-        if not request.args or request.url_rule is None:
+        req = current_request()  # one proxy lookup (ledger/api/context.py)
+        if not req.args or req.url_rule is None:
             return
-        rule = request.url_rule.rule
+        rule = req.url_rule.rule
         path = self._paths.get(rule)
         if path is None:
             path = self._paths[rule] = _RULE_PARAM.sub(r"{\1}", rule)
-        allowed = self.allowed.get((request.method, path))
+        allowed = self.allowed.get((req.method, path))
         if allowed is None:  # not an operation of the v1 API (a page, a probe, /metrics)
             return
-        unknown = sorted(set(request.args) - allowed)
+        unknown = sorted(set(req.args) - allowed)
         if unknown:
             takes = ", ".join(sorted(allowed)) or "no query parameters"
             raise Invalid("unknown_filter", f"unknown query parameter(s): {', '.join(unknown)}"
                           f"; this operation takes {takes}", field=unknown[0])
-        for name in request.args:
-            if len(request.args.getlist(name)) > 1:
+        for name in req.args:
+            if len(req.args.getlist(name)) > 1:
                 raise Invalid("invalid_filter", f"{name} is given more than once; give it once",
                               field=name)
 
@@ -54,4 +56,6 @@ def install(app: Flask, paths: dict[str, Any]) -> None:
     check = DeclaredQuery(paths)
     for name in app.blueprints:
         if name in app.extensions["flask-smorest"]["blp_name_to_api"]:
-            app.before_request_funcs.setdefault(name, []).append(check)
+            # The bound method, not the instance: Flask's ensure_sync knows a method's
+            # function (LooFlask), an instance it asks inspect about on every request.
+            app.before_request_funcs.setdefault(name, []).append(check.__call__)

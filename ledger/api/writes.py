@@ -13,6 +13,7 @@ from webargs.flaskparser import FlaskParser, is_json_request
 
 from ledger.api import idempotency as idem
 from ledger.api.auth import authenticated, ledger, require_admin, viewer_for
+from ledger.api.context import current_request
 from ledger.app.contract import AlreadyApplied, IdempotentResult, VersionConflict
 from ledger.app.projector import Projection
 from ledger.app.service import Outcome
@@ -57,7 +58,7 @@ class JsonBodyParser(FlaskParser):
         # escape (JSON refuses raw control characters, and no UTF-8 encodes a surrogate):
         # a body without one has nothing to find, and is not walked.
         if kwargs.get("location") not in (None, "json") \
-                or b"\\u" in request.get_data(cache=True):
+                or b"\\u" in current_request().get_data(cache=True):
             storable(data)
         return data
 
