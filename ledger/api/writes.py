@@ -36,6 +36,11 @@ class JsonBodyParser(FlaskParser):
     of thousands of digits) or that is not JSON though Python reads it (NaN, Infinity) is
     malformed JSON too, a 400, not a server error nor a validation error."""
 
+    def get_default_request(self) -> Any:
+        """The request itself, not Flask's proxy of it (ledger/api/context.py): webargs
+        reads the body and its type through what this returns."""
+        return current_request()
+
     def _raw_load_json(self, req: Any) -> Any:
         if not is_json_request(req):
             return core.missing
