@@ -181,6 +181,9 @@ def require_json_body() -> None:
     (413); a write with a body that is not JSON is refused up front (415), not half-parsed."""
     req = current_request()  # one proxy lookup (ledger/api/context.py)
     limit = flask_app().config.get("MAX_CONTENT_LENGTH")
+    # The request's own limit, the app's: Flask's Request.max_content_length otherwise
+    # reads the app's config through current_app whenever the body is read.
+    req.max_content_length = limit
     if limit is not None and (req.content_length or 0) > limit:
         raise RequestEntityTooLarge(
             f"the request body is {req.content_length} bytes; the limit is {limit}")

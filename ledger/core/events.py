@@ -384,7 +384,13 @@ def _decode(field: str, value: Any) -> Any:
 
 def to_data(event: Event) -> dict[str, Any]:
     """The JSON object stored for an event (its `data`)."""
-    return {f.name: _encode(f.name, getattr(event, f.name)) for f in fields(event)}
+    names = _FIELD_NAMES.get(type(event))
+    if names is None:  # once per class: dataclasses.fields builds its tuple on every call
+        names = _FIELD_NAMES[type(event)] = tuple(f.name for f in fields(event))
+    return {name: _encode(name, getattr(event, name)) for name in names}
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
 
 _FROM_DATA: dict[str, Callable[[dict[str, Any]], Event]] = {}  # by type: its decoder
