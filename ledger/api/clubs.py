@@ -120,6 +120,16 @@ def check_version(loaded: Loaded, expected: int | None, repeat: bool) -> None:
         raise VersionConflict(loaded.id, expected, loaded.version)
 
 
+def named(club: cl.Club, f: dict[str, Any]) -> cl.Club:
+    """A list's ?season= or ?member= names one of the club's (API.md Lists: a bad value is a
+    422, never ignored): unknown_season or unknown_member, as a write naming it answers."""
+    if "season" in f:
+        cl.known_season(club, f["season"])
+    if "member" in f:
+        cl.known_member(club, f["member"], field="member")
+    return club
+
+
 def club_out(loaded: Loaded) -> dict[str, Any]:
     return {"id": loaded.id, "name": loaded.club.name, "version": loaded.version,
             "members": len(loaded.club.members), "tables": len(loaded.club.tables)}
@@ -391,9 +401,10 @@ class ClubTablesResource(MethodView):
             "status": lists.one_of("playing", "finished", "closed"), "season": lists.text,
             "member": lists.text, "variant": lists.one_of("loo", "rounce"),
             "scoring": lists.one_of("pool", "points")})
+        club = named(clubs().load(club_id).club, f)
         led = ledger()
         items = []
-        for link in clubs().load(club_id).club.tables:
+        for link in club.tables:
             if f.get("season", link.season) != link.season \
                     or f.get("variant", link.variant) != link.variant \
                     or f.get("scoring", link.scoring) != link.scoring \
@@ -537,7 +548,7 @@ class ClubHistoryResource(MethodView):
             return date.fromisoformat(raw).isoformat()
 
         f, _, _ = lists.query({"season": lists.text, "since": day, "until": day}, lists.WHOLE)
-        links = [t for t in clubs().load(club_id).club.tables
+        links = [t for t in named(clubs().load(club_id).club, f).tables
                  if f.get("season", t.season) == t.season
                  and f.get("since", "") <= t.created_at[:10]
                  and t.created_at[:10] <= f.get("until", "9999-12-31")]

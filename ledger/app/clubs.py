@@ -188,7 +188,10 @@ class Clubs:
     def standings(self, loaded: Loaded, season: str | None = None, variant: str | None = None,
                   scoring: str | None = None) -> dict[str, Any]:
         """One row per member who sat at a matching table, from the standings read model
-        (ledger/app/standings.py), caught up to the latest event first."""
+        (ledger/app/standings.py), caught up to the latest event first. A season that is not
+        the club's is a 422 (unknown_season), never an empty table."""
+        if season is not None:
+            cl.known_season(loaded.club, season)
         as_of, rows = self.projector.rows(loaded.id)
         names = {m.id: m.name for m in loaded.club.members}
         return {"as_of": as_of, "rows": standings_rows(rows, names, season, variant, scoring)}
@@ -214,8 +217,11 @@ class Clubs:
 
     def member_ledger(self, loaded: Loaded, mid: str, season: str | None = None,
                       ) -> dict[str, Any]:
-        """The transfers and scores behind a member's standings row, each naming its event."""
+        """The transfers and scores behind a member's standings row, each naming its event
+        (a season that is not the club's: 422 unknown_season)."""
         loaded.club.member(mid)
+        if season is not None:
+            cl.known_season(loaded.club, season)
         transfers: list[dict[str, Any]] = []
         scores: list[dict[str, Any]] = []
         for link in self._tables(loaded, season, None, None):

@@ -136,14 +136,29 @@ def close_season(c: Club, sid: str) -> list[ev.Event]:
     return [ev.SeasonClosed(id=sid)]
 
 
+def known_season(c: Club, sid: str, field: str = "season") -> Season:
+    """A season a request names (a new table's, a list's filter) is one of this club's: 422
+    unknown_season otherwise (API.md Lists: never an empty answer to a filter on nothing)."""
+    try:
+        return c.season(sid)
+    except NotFound:
+        raise Invalid("unknown_season", f"this club has no season {sid}", field=field) from None
+
+
+def known_member(c: Club, mid: str, field: str = "seats") -> Member:
+    """A member a request names (at a new table's seat, in a list's filter) is one of this
+    club's: 422 unknown_member otherwise."""
+    try:
+        return c.member(mid)
+    except NotFound:
+        raise Invalid("unknown_member", f"{mid} is not a member of this club",
+                      field=field) from None
+
+
 def check_table(c: Club, season: str | None, members: Iterable[str | None]) -> None:
     """A club table's season must be open and its seats' members this club's, not archived."""
     if season is not None:
-        try:
-            s = c.season(season)
-        except NotFound:
-            raise Invalid("unknown_season", f"this club has no season {season}",
-                          field="season") from None
+        s = known_season(c, season)
         if s.closed:
             raise Invalid("season_closed", f"season {season} is closed: no new tables",
                           field="season")
@@ -155,12 +170,7 @@ def check_table(c: Club, season: str | None, members: Iterable[str | None]) -> N
             raise Invalid("duplicate_member", f"member {mid} is named at two seats: a member "
                           "sits at one seat of a table", field="seats")
         seated.add(mid)
-        try:
-            m = c.member(mid)
-        except NotFound:
-            raise Invalid("unknown_member", f"{mid} is not a member of this club",
-                          field="seats") from None
-        if m.archived:
+        if known_member(c, mid).archived:
             raise Invalid("member_archived", f"member {mid} is archived", field="seats")
 
 
