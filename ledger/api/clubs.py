@@ -204,9 +204,13 @@ class TokensResource(MethodView):
 class TokenResource(MethodView):
     @blp.doc(parameters=lists.params({"expected_version": lists.VERSION}, lists.WHOLE))
     @blp.response(204)
+    @blp.alt_response(409, description="last_owner_token: the token is the club's last live "
+                                       "owner token (issue another owner token first); or "
+                                       "version_conflict, idempotency_conflict")
     def delete(self, club_id: str, token_id: str) -> Any:
         """Revoke a token at once (owner); ?expected_version= and Idempotency-Key as every
-        write (a repeat with the key answers 204 again)."""
+        write (a repeat with the key answers 204 again). The club's last live owner token
+        is never revoked (409 last_owner_token): only an owner issues tokens."""
         _write(club_id, query_version(), lambda club: cl.revoke_token(club, token_id))
         return ""
 

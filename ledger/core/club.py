@@ -102,7 +102,13 @@ def issue_token(c: Club, tid: str, role: str, label: str | None, token_hash: str
 
 
 def revoke_token(c: Club, tid: str) -> list[ev.Event]:
-    c.token(tid)
+    """Revoke a live token; never the club's last live owner token: only an owner issues
+    tokens, so without one the club could never be managed again (nobody holds a key
+    above the club's own)."""
+    if c.token(tid).role == "owner" and not any(
+            t.role == "owner" and not t.revoked and t.id != tid for t in c.tokens):
+        raise Conflict("last_owner_token", f"{tid} is the club's last owner token: issue "
+                       "another owner token first, then revoke this one")
     return [ev.TokenRevoked(id=tid)]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from tests.e2e.club import Club
 from tests.e2e.test_api_clubs import RESULT_A, League
+from tests.e2e.test_api_http_audit import in_threads
 
 
 def test_lists_a_filter_naming_no_season_or_member_of_the_club_is_a_422(club: Club):
@@ -37,3 +38,61 @@ def test_lists_a_filter_naming_no_season_or_member_of_the_club_is_a_422(club: Cl
     assert {r["member"] for r in rows} == set(ms)
     assert lg.get(f"/members/{ms[0]}/ledger?season={season}").get_json()["transfers"]
     assert lg.get(f"/history?season={season}").data.count(b"\n") == 1
+
+
+def test_clubs_tokens_the_last_owner_token_is_never_revoked(club: Club):
+    """Clubs, tokens: DELETE .../tokens/{tid} revokes at once, but only an owner issues
+    tokens: revoking the last live owner token locked the club out for good (every later
+    request 401). Now a 409 last_owner_token that changes nothing; with a second owner
+    token issued, either may go (and then the other is the last)."""
+    lg = League(club)
+    h = lg.h(lg.owner)
+    tokens = club.c.get(lg.url("/tokens"), headers=h).get_json()["items"]
+    first = next(t["id"] for t in tokens if t["role"] == "owner")
+    v = lg.get("").get_json()["version"]
+    r = club.c.delete(lg.url(f"/tokens/{first}"), headers=h)
+    assert "issue another owner token" in club.problem(r, 409, "last_owner_token")["detail"]
+    assert lg.get("").get_json()["version"] == v  # nothing appended
+    assert club.c.get(lg.url("/tokens"), headers=h).status_code == 200  # still opens it
+    # A second owner: the first may now be revoked (by itself), the second is the last.
+    second = club.c.post(lg.url("/tokens"), json={"role": "owner", "label": "deputy"},
+                         headers=h).get_json()
+    assert club.c.delete(lg.url(f"/tokens/{first}"), headers=h).status_code == 204
+    h2 = lg.h(second["token"])
+    club.problem(club.c.delete(lg.url(f"/tokens/{second['id']}"), headers=h2), 409,
+                 "last_owner_token")
+    assert club.c.get(lg.url("/tokens"), headers=h2).status_code == 200
+    # Scorer and viewer tokens are revoked as before.
+    scorer = next(t["id"] for t in club.c.get(lg.url("/tokens"), headers=h2).get_json()[
+        "items"] if t["role"] == "scorer")
+    assert club.c.delete(lg.url(f"/tokens/{scorer}"), headers=h2).status_code == 204
+    spec = club.c.get("/openapi.json").get_json()
+    conflict = spec["paths"]["/v1/clubs/{club_id}/tokens/{token_id}"]["delete"][
+        "responses"]["409"]
+    assert "last_owner_token" in conflict["description"]
+    assert "application/problem+json" in conflict["content"]
+
+
+def test_clubs_tokens_two_owners_revoking_each_other_at_once_leave_one(club: Club, app):
+    """The last-owner check is decided on the club each append is checked against: two
+    owners revoking each other concurrently, one wins; the other is told 409 (or, asking
+    after it lost its token, 401), and one owner token is left."""
+    for _ in range(3):
+        lg = League(club)
+        second = club.c.post(lg.url("/tokens"), json={"role": "owner", "label": "deputy"},
+                             headers=lg.h(lg.owner)).get_json()
+        first = next(t["id"] for t in club.c.get(lg.url("/tokens"), headers=lg.h(
+            lg.owner)).get_json()["items"] if t["role"] == "owner" and t["id"] != second["id"])
+        jobs = [(lg.owner, second["id"]), (second["token"], first)]
+
+        def revoke(client, jobs=jobs, lg=lg):
+            token, tid = jobs.pop()
+            return client.delete(lg.url(f"/tokens/{tid}"), headers=lg.h(token))
+
+        answers = sorted(r.status_code for r in in_threads(app, 2, revoke))
+        assert answers in ([204, 409], [204, 401]), answers
+        lists = [club.c.get(lg.url("/tokens"), headers=lg.h(t))
+                 for t in (lg.owner, second["token"])]
+        assert sorted(r.status_code for r in lists) == [200, 401]
+        live = next(r for r in lists if r.status_code == 200).get_json()["items"]
+        assert [t["role"] for t in live].count("owner") == 1
