@@ -10,9 +10,18 @@ from marshmallow import ValidationError, fields
 from ledger.core.errors import Invalid
 from ledger.core.rules.tiles import NAMES, parse_tile
 
+# API.md Conventions: a tile is its two ends joined by a hyphen, either order, nothing else.
+TILE_SCHEMA = {"type": "string", "pattern": "^[0-6]-[0-6]$",
+               "description": 'a tile: its two ends 0..6, either order ("6-3" or "3-6"), '
+                              "nothing around them"}
+
 
 class TileField(fields.Field):
     """A tile as a string; either order accepted, high end first on output."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs["metadata"] = TILE_SCHEMA | kwargs.get("metadata", {})
+        super().__init__(**kwargs)
 
     def _serialize(self, value: Any, attr: Any, obj: Any, **kwargs: Any) -> Any:
         return None if value is None else NAMES[value]
@@ -22,9 +31,6 @@ class TileField(fields.Field):
             return parse_tile(value)
         except Invalid as err:
             raise ValidationError(err.detail) from err
-
-    def _jsonschema_type_mapping(self) -> dict[str, Any]:  # pragma: no cover - docs only
-        return {"type": "string", "pattern": "^[0-6]-[0-6]$"}
 
 
 class SeatOrLots(fields.Field):

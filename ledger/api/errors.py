@@ -111,7 +111,8 @@ def handle_http_error(err: HTTPException) -> Response:
     if isinstance(getattr(err, "exc", None), ValueError) and status == 400:
         code, detail = "malformed_json", "the request body is not valid JSON"
     elif status == 422 and "messages" in data:
-        code, detail = "validation_error", "the request does not match the schema: see errors"
+        code, detail = "validation_error", "the request does not match the schema: " \
+            + _first_error(data["messages"]) + " (see errors)"
         extra["errors"] = data["messages"]
     if status in (404, 405) and wants_html():  # a browser on a page: a page, not JSON
         return error_page(status, "Page not found" if status == 404 else err.name or "Error",
@@ -120,6 +121,22 @@ def handle_http_error(err: HTTPException) -> Response:
     headers = {k: v for k, v in err.get_headers() if k.lower() != "content-type"}
     headers.update(data.get("headers") or {})
     return problem(status, code, err.name or "Error", detail, headers=headers, extra=extra)
+
+
+def _first_error(messages: Any) -> str:
+    """The first of marshmallow's messages with where it is ("drawn.0: ..."), for `detail`;
+    the location ("json", "query") and a dict's "value" level are left out of the path."""
+    path: list[str] = []
+    node = messages
+    while isinstance(node, dict) and node:
+        key = next(iter(node))
+        node = node[key]
+        path.append(str(key))
+    path = [p for p in path[1:] if p != "value"]
+    text = node[0] if isinstance(node, list) and node and isinstance(node[0], str) else None
+    if text is None:
+        return "a field is not valid"
+    return f"{'.'.join(path)}: {text}" if path else text
 
 
 def handle_unexpected(err: Exception) -> Response:

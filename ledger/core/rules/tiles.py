@@ -37,16 +37,14 @@ def tile(a: int, b: int) -> Tile:
 
 
 def parse_tile(text: object) -> Tile:
-    """Parse "6-3" or "3-6"; raise Invalid for anything else."""
-    if type(text) is str:  # noqa: E721 - the stored form, exactly: one lookup (every read)
+    """Parse "6-3" or "3-6", exactly as written: no spaces or other characters around it
+    (API.md Conventions); raise Invalid for anything else."""
+    if isinstance(text, str):  # one lookup: " 6-3" or "6-3\n" is not a tile (422, not 6-3)
         found = _PARSE.get(text)
         if found is not None:
             return found
-    if isinstance(text, str):
-        found = _PARSE.get(text.strip())
-        if found is not None:
-            return found
-    raise Invalid("invalid_tile", f"{text!r} is not a tile: write two ends 0..6 as \"6-3\"")
+    raise Invalid("invalid_tile", f"{text!r} is not a tile: write its two ends 0..6 joined by "
+                  "a hyphen, as \"6-3\", with no spaces or other characters around them")
 
 
 def name(t: Tile) -> str:
