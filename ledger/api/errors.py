@@ -57,16 +57,18 @@ def _snake(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
 
 
+# One title per status, whoever refuses (RFC 9110's names): a rule violation, a value this
+# service refuses and a body the schema refuses are all "Unprocessable content"; `code` says
+# which (and `rule` for a rule violation). Werkzeug's own names ("Unprocessable Entity",
+# "Not Found") are replaced by these.
+TITLES: dict[int, str] = {400: "Bad request", 401: "Unauthorized", 403: "Forbidden",
+                          404: "Not found", 409: "Conflict", 422: "Unprocessable content"}
+
 # Each kind of domain error as HTTP says it (the most specific kind first).
-HTTP: tuple[tuple[type[LedgerError], int, str], ...] = (
-    (RuleViolation, 422, "Rule violation"),
-    (Invalid, 422, "Unprocessable content"),
-    (Conflict, 409, "Conflict"),
-    (NotFound, 404, "Not found"),
-    (Forbidden, 403, "Forbidden"),
-    (Unauthorized, 401, "Unauthorized"),
-    (BadRequest, 400, "Bad request"),
-)
+HTTP: tuple[tuple[type[LedgerError], int, str], ...] = tuple(
+    (kind, status, TITLES[status]) for kind, status in (
+        (RuleViolation, 422), (Invalid, 422), (Conflict, 409), (NotFound, 404),
+        (Forbidden, 403), (Unauthorized, 401), (BadRequest, 400)))
 
 
 def http_status(err: LedgerError) -> tuple[int, str]:
@@ -74,7 +76,7 @@ def http_status(err: LedgerError) -> tuple[int, str]:
     for kind, status, title in HTTP:
         if isinstance(err, kind):
             return status, title
-    return 400, "Bad request"
+    return 400, TITLES[400]
 
 
 def handle_ledger_error(err: LedgerError) -> Response:
@@ -83,7 +85,7 @@ def handle_ledger_error(err: LedgerError) -> Response:
 
 
 def handle_version_conflict(err: VersionConflict) -> Response:
-    return problem(409, "version_conflict", "Conflict",
+    return problem(409, "version_conflict", TITLES[409],
                    f"the {'club' if str(err.table_id).startswith('club_') else 'table'} is at "
                    f"version {err.actual}, not {err.expected}: "
                    "read it again and retry with its current version",
@@ -91,7 +93,7 @@ def handle_version_conflict(err: VersionConflict) -> Response:
 
 
 def handle_idempotency_conflict(err: IdempotencyConflict) -> Response:
-    return problem(409, "idempotency_conflict", "Conflict",
+    return problem(409, "idempotency_conflict", TITLES[409],
                    "this Idempotency-Key was already used with another request body; "
                    "use a new key for a new request")
 
@@ -120,7 +122,8 @@ def handle_http_error(err: HTTPException) -> Response:
                           "page, with their id and a token.")
     headers = {k: v for k, v in err.get_headers() if k.lower() != "content-type"}
     headers.update(data.get("headers") or {})
-    return problem(status, code, err.name or "Error", detail, headers=headers, extra=extra)
+    return problem(status, code, TITLES.get(status) or err.name or "Error", detail,
+                   headers=headers, extra=extra)
 
 
 def _first_error(messages: Any) -> str:
