@@ -37,8 +37,9 @@ LAST_EVENT_ID = {
     "in": "header", "name": "Last-Event-ID", "required": False,
     "schema": {"type": "integer", "minimum": 0},
     "description": "With Accept: text/event-stream: resume after this position (the last "
-                   "`id:` received; it wins over ?after=, which is then a position too); "
-                   "anything but a whole number is a 400."}
+                   "`id:` received; it wins over ?after=, which is then a position too). "
+                   "Empty is the same as absent (no id yet: ?after= or the beginning); "
+                   "anything else but a whole number is a 400."}
 SSE_CONTENT = {"schema": {"type": "string"},
                "example": "id: 42\nevent: tile_played\ndata: {\"version\": 17, ...}\n\n"}
 SSE_NOTE = ("With Accept: text/event-stream: Server-Sent Events, `id: <position>`, `event: "
@@ -90,14 +91,17 @@ def wants_sse() -> bool:
 
 
 def start_position(after: int | None) -> int:
-    """Last-Event-ID (a position) wins over ?after=; a malformed one is a 400."""
+    """Last-Event-ID (a position) wins over ?after=; a malformed one is a 400. An empty one
+    is no id at all (the SSE spec: an empty last event ID is "none"; a client that has seen
+    no `id:` may send it empty), so ?after= or the beginning decides, as without it."""
     raw = request.headers.get("Last-Event-ID")
-    if raw is None:
+    if raw is not None:
+        raw = raw.strip()
+    if not raw:
         if after is not None and after > MAX_POSITION:
             raise Invalid("invalid_filter", f"after must be a position from 0 to {MAX_POSITION}",
                           field="after")
         return after or 0
-    raw = raw.strip()
     if not raw.isdigit() or not raw.isascii() or int(raw) > MAX_POSITION:
         raise BadRequest("invalid_last_event_id",
                              f"Last-Event-ID must be a position (a whole number >= 0), as in "
