@@ -225,10 +225,15 @@ class ClosedOut(Open):
     table = fields.Nested(TableOut)
 
 
-class SpectatorOut(Open):
+class SpectatorTokenOut(Open):
+    """A live spectator token as its table's admin reads it: never its secret."""
+
     id = fields.String(metadata={"description": "revoke with DELETE .../spectators/{id}"})
-    token = fields.String(metadata={"description": "read-only bearer token, shown once"})
     label = fields.String(allow_none=True)
+
+
+class SpectatorOut(SpectatorTokenOut):
+    token = fields.String(metadata={"description": "read-only bearer token, shown once"})
     version = fields.Integer()
 
 
@@ -267,9 +272,14 @@ class ClubCreatedOut(Open):
 
 
 class ClubTokenOut(Open):
+    """A live club token as an owner reads it: never its secret."""
+
     id = fields.String()
     role = fields.String()
     label = fields.String(allow_none=True)
+
+
+class ClubTokenCreatedOut(ClubTokenOut):
     token = fields.String(metadata={"description": "shown once (only here)"})
 
 

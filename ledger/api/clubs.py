@@ -39,6 +39,7 @@ from schemas.responses import (
     ClubCreatedOut,
     ClubFeedOut,
     ClubOut,
+    ClubTokenCreatedOut,
     ClubTokenOut,
     CreatedOut,
     ListOut,
@@ -180,7 +181,7 @@ class ClubResource(MethodView):
 @blp.route("/<club_id>/tokens")
 class TokensResource(MethodView):
     @blp.arguments(ClubTokenIn)
-    @blp.response(201, ClubTokenOut)
+    @blp.response(201, ClubTokenCreatedOut)
     def post(self, body: dict[str, Any], club_id: str) -> Any:
         """Issue a token (owner): owner, scorer (tables, hands, members) or viewer (reads)."""
         key = idem.scoped()
@@ -188,20 +189,30 @@ class TokensResource(MethodView):
         token = clubs().new_token(f"token|{club_id}", key)
         _write(club_id, body, lambda club: cl.issue_token(club, tid, body["role"],
                                                           body["label"], token_hash(token)))
-        return {"id": tid, "role": body["role"], "label": body["label"], "token": token}
+        return ({"id": tid, "role": body["role"], "label": body["label"], "token": token}, 201,
+                location(f"/v1/clubs/{club_id}/tokens/{tid}"))
 
     @blp.doc(parameters=lists.params())
     @blp.response(200, ListOut)
     def get(self, club_id: str) -> Any:
         """The club's live tokens, without their secrets (owner)."""
         _, limit, offset = lists.query({})
-        items = [{"id": t.id, "role": t.role, "label": t.label}
-                 for t in clubs().load(club_id).club.tokens if not t.revoked]
+        items = [token_out(t) for t in clubs().load(club_id).club.tokens if not t.revoked]
         return lists.page(items, limit, offset)
+
+
+def token_out(t: cl.Token) -> dict[str, Any]:
+    return {"id": t.id, "role": t.role, "label": t.label}
 
 
 @blp.route("/<club_id>/tokens/<token_id>")
 class TokenResource(MethodView):
+    @blp.response(200, ClubTokenOut)
+    def get(self, club_id: str, token_id: str) -> Any:
+        """A live token of the club, without its secret (owner); a revoked one is 404, as it
+        is gone from the list."""
+        return token_out(clubs().load(club_id).club.token(token_id))
+
     @blp.doc(parameters=lists.params({"expected_version": lists.VERSION}, lists.WHOLE))
     @blp.response(204)
     @blp.alt_response(409, description="last_owner_token: the token is the club's last live "
@@ -344,7 +355,8 @@ class SeasonsResource(MethodView):
         ends = body["ends_on"].isoformat() if body["ends_on"] else None
         loaded = _write(club_id, body, lambda club: cl.start_season(
             club, sid, body["name"], body["starts_on"].isoformat(), ends))
-        return season_out(loaded.club.season(sid))
+        return (season_out(loaded.club.season(sid)), 201,
+                location(f"/v1/clubs/{club_id}/seasons/{sid}"))
 
     @blp.doc(parameters=lists.params({"closed": lists.BOOLEAN}))
     @blp.response(200, ListOut)
@@ -354,6 +366,14 @@ class SeasonsResource(MethodView):
         items = [season_out(s) for s in clubs().load(club_id).club.seasons
                  if "closed" not in f or s.closed == f["closed"]]
         return lists.page(items, limit, offset)
+
+
+@blp.route("/<club_id>/seasons/<season_id>")
+class SeasonResource(MethodView):
+    @blp.response(200, SeasonOut)
+    def get(self, club_id: str, season_id: str) -> Any:
+        """A season of the club (closed ones too)."""
+        return season_out(clubs().load(club_id).club.season(season_id))
 
 
 @blp.route("/<club_id>/seasons/<season_id>/close")

@@ -91,6 +91,7 @@ CLUB = "/v1/clubs/{club_id}"
 TABLE_ADMIN_ONLY = {("post", TABLE + "/hands"), ("post", TABLE + "/hands/{number}/void"),
                     ("get", TABLE + "/audit"), ("get", TABLE + "/spectators"),
                     ("post", TABLE + "/close"), ("post", TABLE + "/spectators"),
+                    ("get", TABLE + "/spectators/{spectator_id}"),
                     ("delete", TABLE + "/spectators/{spectator_id}")}
 
 
@@ -205,6 +206,7 @@ OPERATION_IDS = {
     ("post", TABLE + "/close"): "closeTable",
     ("get", TABLE + "/spectators"): "listSpectators",
     ("post", TABLE + "/spectators"): "addSpectator",
+    ("get", TABLE + "/spectators/{spectator_id}"): "getSpectator",
     ("delete", TABLE + "/spectators/{spectator_id}"): "revokeSpectator",
     ("post", TABLE + "/hands"): "startHand",
     ("post", TABLE + "/actions"): "act",
@@ -225,6 +227,7 @@ OPERATION_IDS = {
     ("get", CLUB): "getClub",
     ("get", CLUB + "/tokens"): "listClubTokens",
     ("post", CLUB + "/tokens"): "issueClubToken",
+    ("get", CLUB + "/tokens/{token_id}"): "getClubToken",
     ("delete", CLUB + "/tokens/{token_id}"): "revokeClubToken",
     ("get", CLUB + "/webhooks"): "listWebhooks",
     ("post", CLUB + "/webhooks"): "addWebhook",
@@ -239,6 +242,7 @@ OPERATION_IDS = {
     ("get", CLUB + "/members/{member_id}/ledger"): "getMemberLedger",
     ("get", CLUB + "/seasons"): "listSeasons",
     ("post", CLUB + "/seasons"): "startSeason",
+    ("get", CLUB + "/seasons/{season_id}"): "getSeason",
     ("post", CLUB + "/seasons/{season_id}/close"): "closeSeason",
     ("get", CLUB + "/tables"): "listClubTables",
     ("post", CLUB + "/tables"): "createClubTable",
@@ -351,6 +355,9 @@ LINKS: dict[tuple[str, str], dict[str, Any]] = {
         "GetTableAsSpectator": _link("getTable", "The table as the new spectator sees it",
                                      table_id="$request.path.table_id",
                                      Authorization=BEARER_FROM.format("token")),
+        "GetSpectator": _link("getSpectator", "The new spectator token, without its secret",
+                              table_id="$request.path.table_id",
+                              spectator_id="$response.body#/id", Authorization=SAME_CALLER),
         "RevokeSpectator": _link("revokeSpectator", "Revoke the new spectator token",
                                  table_id="$request.path.table_id",
                                  spectator_id="$response.body#/id", Authorization=SAME_CALLER)},
@@ -360,7 +367,8 @@ LINKS: dict[tuple[str, str], dict[str, Any]] = {
         "GetClubWithToken": _link("getClub", "The club as the new token's role sees it",
                                   club_id="$request.path.club_id",
                                   Authorization=BEARER_FROM.format("token")),
-        **_same_club((("RevokeClubToken", "revokeClubToken", "Revoke the new token"),),
+        **_same_club((("GetClubToken", "getClubToken", "The new token, without its secret"),
+                      ("RevokeClubToken", "revokeClubToken", "Revoke the new token")),
                      "token_id")},
     ("addWebhook", "201"): _same_club((
         ("GetWebhook", "getWebhook", "The new webhook"),
@@ -374,14 +382,17 @@ LINKS: dict[tuple[str, str], dict[str, Any]] = {
         ("GetMemberLedger", "getMemberLedger", "The new member's chips over the seasons")),
         "member_id"),
     ("startSeason", "201"): _same_club((
-        ("CloseSeason", "closeSeason", "Close the new season"),), "season_id"),
+        ("GetSeason", "getSeason", "The new season"),
+        ("CloseSeason", "closeSeason", "Close the new season")), "season_id"),
 }
 
 
 # Creations answered with a Location (where the new resource reads: RFC 9110 15.3.2).
 LOCATED = {"createTable": "the new table", "createClubTable": "the new table",
            "importClubTables": "the new table", "createClub": "the new club",
-           "addMember": "the new member", "addWebhook": "the new webhook"}
+           "addMember": "the new member", "addWebhook": "the new webhook",
+           "startSeason": "the new season", "issueClubToken": "the new token (without its "
+           "secret)", "addSpectator": "the new spectator token (without its secret)"}
 
 
 def document_links(api: Api) -> None:

@@ -17,9 +17,16 @@ from ledger.app.projector import Projection
 from ledger.app.service import token_hash
 from ledger.app.views import Viewer, table_view
 from ledger.core import commands as c
-from ledger.core.errors import Forbidden
+from ledger.core.errors import Forbidden, NotFound
 from schemas.requests import CreateTableIn, SpectatorIn, WriteIn
-from schemas.responses import ClosedOut, CreatedOut, SpectatorListOut, SpectatorOut, TableOut
+from schemas.responses import (
+    ClosedOut,
+    CreatedOut,
+    SpectatorListOut,
+    SpectatorOut,
+    SpectatorTokenOut,
+    TableOut,
+)
 
 blp = Blueprint("tables", __name__, url_prefix="/v1/tables",
                 description="Create a table, read it as your token may see it, close it.")
@@ -131,24 +138,37 @@ class Spectators(MethodView):
             sid, token_hash(token), body.get("label")), admin_only=True)
         version = (written.last_version if isinstance(written, IdempotentResult)
                    else written.projection.version)
-        return {"id": sid, "token": token, "label": body.get("label"), "version": version}
+        return ({"id": sid, "token": token, "label": body.get("label"), "version": version},
+                201, location(f"/v1/tables/{table_id}/spectators/{sid}"))
 
     @blp.doc(parameters=lists.params())
     @blp.response(200, SpectatorListOut)
     def get(self, table_id: str) -> Any:
         """The table's live spectator tokens (admin), without their secrets, oldest first."""
         _, limit, offset = lists.query({})
-        p = ledger().load(table_id)
-        viewer = viewer_for(p)
-        if not viewer.admin:
-            raise Forbidden("admin_only", "only the table's admin token may do this")
-        labels = {e.id: e.label for e in ledger().spectators(table_id)}
-        return lists.page([{"id": sid, "label": labels.get(sid)}
-                           for sid, _ in p.table.spectators], limit, offset)
+        return lists.page(live_spectators(table_id), limit, offset)
+
+
+def live_spectators(table_id: str) -> list[dict[str, Any]]:
+    """The table's live spectator tokens, id and label, oldest first (the admin's: 403)."""
+    p = ledger().load(table_id)
+    if not viewer_for(p).admin:
+        raise Forbidden("admin_only", "only the table's admin token may do this")
+    labels = {e.id: e.label for e in ledger().spectators(table_id)}
+    return [{"id": sid, "label": labels.get(sid)} for sid, _ in p.table.spectators]
 
 
 @blp.route("/<table_id>/spectators/<spectator_id>")
 class SpectatorResource(MethodView):
+    @blp.response(200, SpectatorTokenOut)
+    def get(self, table_id: str, spectator_id: str) -> Any:
+        """A live spectator token of the table (admin), without its secret; a revoked one
+        is 404, as it is gone from the list."""
+        for s in live_spectators(table_id):
+            if s["id"] == spectator_id:
+                return s
+        raise NotFound("unknown_spectator", f"this table has no spectator token {spectator_id}")
+
     @blp.doc(parameters=lists.params({"expected_version": lists.TABLE_VERSION}, lists.WHOLE))
     @blp.response(204)
     def delete(self, table_id: str, spectator_id: str) -> Any:

@@ -96,3 +96,59 @@ def test_clubs_tokens_two_owners_revoking_each_other_at_once_leave_one(club: Clu
         assert sorted(r.status_code for r in lists) == [200, 401]
         live = next(r for r in lists if r.status_code == 200).get_json()["items"]
         assert [t["role"] for t in live].count("owner") == 1
+
+
+def test_a_201_for_a_token_season_or_spectator_carries_the_location_that_reads_it(club: Club):
+    """RFC 9110 15.3.2, as tables, clubs, members and webhooks: the 201s of a club token, a
+    season and a spectator token had no Location, having no GET of their own. Each now
+    reads at its Location (tokens without their secret, for the roles that list them);
+    a revoked token reads 404, as it is gone from its list; the spec declares it all."""
+    lg = League(club)
+    h = lg.h(lg.owner)
+    r = club.c.post(lg.url("/tokens"), json={"role": "viewer", "label": "screen"}, headers=h)
+    tid = r.get_json()["id"]
+    assert r.status_code == 201 and r.headers["Location"] == lg.url(f"/tokens/{tid}")
+    got = club.c.get(r.headers["Location"], headers=h)
+    assert got.get_json() == {"id": tid, "role": "viewer", "label": "screen"}
+    club.problem(club.c.get(r.headers["Location"], headers=lg.h(lg.scorer)), 403,
+                 "role_not_allowed")  # tokens are the owner's, as their list
+    assert club.c.delete(r.headers["Location"], headers=h).status_code == 204
+    club.problem(club.c.get(r.headers["Location"], headers=h), 404, "token_not_found")
+
+    r = club.c.post(lg.url("/seasons"), json={"name": "Winter", "starts_on": "2026-11-01"},
+                    headers=lg.h(lg.scorer))
+    sid = r.get_json()["id"]
+    assert r.status_code == 201 and r.headers["Location"] == lg.url(f"/seasons/{sid}")
+    assert club.c.get(r.headers["Location"], headers=lg.h(lg.viewer)).get_json() == \
+        r.get_json()
+    club.c.post(lg.url(f"/seasons/{sid}/close"), json={}, headers=lg.h(lg.scorer))
+    assert club.c.get(r.headers["Location"], headers=lg.h(lg.viewer)).get_json()["closed"]
+    club.problem(lg.get("/seasons/sea_0000000000000000"), 404, "season_not_found")
+
+    t = club.create(first_dealer=0)
+    r = club.post(t, "/spectators", {"label": "bar screen"})
+    spid = r.get_json()["id"]
+    assert r.status_code == 201
+    assert r.headers["Location"] == f"/v1/tables/{t.id}/spectators/{spid}"
+    got = club.c.get(r.headers["Location"], headers=club.auth(t.admin))
+    assert got.get_json() == {"id": spid, "label": "bar screen"}
+    club.problem(club.c.get(r.headers["Location"], headers=club.auth(t.seats[0])), 403,
+                 "admin_only")
+    club.problem(club.c.get(r.headers["Location"], headers=club.auth(r.get_json()["token"])),
+                 403, "admin_only")
+    assert club.c.delete(r.headers["Location"], headers=club.auth(t.admin)).status_code == 204
+    club.problem(club.c.get(r.headers["Location"], headers=club.auth(t.admin)), 404,
+                 "unknown_spectator")
+
+    spec = club.c.get("/openapi.json").get_json()
+    for path, item in (("/v1/clubs/{club_id}/tokens", "/v1/clubs/{club_id}/tokens/{token_id}"),
+                       ("/v1/clubs/{club_id}/seasons",
+                        "/v1/clubs/{club_id}/seasons/{season_id}"),
+                       ("/v1/tables/{table_id}/spectators",
+                        "/v1/tables/{table_id}/spectators/{spectator_id}")):
+        assert "Location" in spec["paths"][path]["post"]["responses"]["201"]["headers"], path
+        assert "200" in spec["paths"][item]["get"]["responses"], item
+    token_item = spec["paths"]["/v1/clubs/{club_id}/tokens/{token_id}"]["get"]
+    schema = token_item["responses"]["200"]["content"]["application/json"]["schema"]
+    ref = schema["$ref"].rsplit("/", 1)[-1]
+    assert "token" not in spec["components"]["schemas"][ref]["properties"]
