@@ -24,7 +24,7 @@ from ledger.app.contract import VersionConflict
 from ledger.app.service import token_hash
 from ledger.core import club as cl
 from ledger.core import commands as c
-from ledger.core.errors import Forbidden, Unauthorized
+from ledger.core.errors import Forbidden, Invalid, Unauthorized
 from schemas.requests import (
     ClubIn,
     ClubTableIn,
@@ -461,13 +461,19 @@ class ImportResource(MethodView):
     @blp.doc(requestBody=IMPORT_BODY)
     @blp.response(201, CreatedOut)
     @blp.alt_response(422, description="import_refused: the file is not loo-hh, or a hand in "
-                                       "it breaks a rule (named with its action); nothing "
-                                       "was created")
+                                       "it breaks a rule (named with its action); or a seat "
+                                       "names a member that is not this club's "
+                                       "(unknown_member), archived (member_archived) or at "
+                                       "two seats (duplicate_member); nothing was created")
     def post(self, club_id: str) -> Any:
         """Import loo-hh files (one JSON file, or NDJSON of one table's hands from hand 1) as
         a new recorded (or results) club table (owner or scorer): every hand is checked by the
         rules as if entered live; an illegal file is refused whole (422 naming the hand and
-        action) and nothing is created."""
+        action) and nothing is created. A seat naming a `member` (table.seats[].member of the
+        first hand's file) keeps it, so the table counts in the standings, as a club table
+        created with that member would; one that is not a live member of this club is
+        refused as at a table's creation (422 unknown_member or member_archived): remove
+        the seat's `member` from the file to import that seat unlinked."""
         from dataclasses import replace
 
         from ledger.app.imports import ImportRefused, plan
@@ -482,19 +488,38 @@ class ImportResource(MethodView):
             raise BadRequest("malformed_json", str(err)) from None
         except VerifyError as err:
             raise ImportRefused("import_refused", str(err)) from None
-        the_plan = replace(the_plan, create=replace(the_plan.create, club=club_id))
+        the_plan = replace(the_plan, create=replace(the_plan.create, club=club_id,
+                                                    members=the_plan.members))
         key = idem.scoped(club_id)
         request_hash = None if key is None else idem.fingerprint(
             None, [bearer() and token_hash(bearer() or ""),
                    hashlib.sha256(request.get_data()).hexdigest()])
-        check_version(clubs().load(club_id), expected, key is not None and ledger(
-            ).idempotent_result(ledger().keyed_table_id(key), key) is not None)
+        loaded = clubs().load(club_id)
+        repeat = key is not None and ledger().idempotent_result(
+            ledger().keyed_table_id(key), key) is not None
+        check_version(loaded, expected, repeat)
+        if not repeat:  # (a repeat answers as the first did, whatever became of a member)
+            imported_members(loaded.club, the_plan.members)
         table_id, tokens, p = ledger().import_table(the_plan, key, request_hash)
-        clubs().link_table(club_id, table_id, None, (None,) * p.table.players,
-                           p.table.opts.variant, p.table.opts.scoring)
+        members = p.table.members or (None,) * p.table.players
+        clubs().link_table(club_id, table_id, None, members, p.table.opts.variant,
+                           p.table.opts.scoring)
         names = tuple((n, None) for n in p.table.names)
-        return created(table_id, tokens, p, names, (None,) * p.table.players,
+        return created(table_id, tokens, p, names, members,
                        hands=len(the_plan.hands)), 201, location(f"/v1/tables/{table_id}")
+
+
+def imported_members(club: cl.Club, members: tuple[str | None, ...]) -> None:
+    """The members an imported file seats are this club's, live, one seat each, as at a club
+    table's creation (the same 422 codes), checked before anything is created: the table's
+    link in the club's stream would refuse them after it."""
+    try:
+        cl.check_table(club, None, members)
+    except Invalid as err:
+        raise Invalid(err.code, f"{err.detail}: a seat of the file (table.seats[].member) "
+                      "links this member; import it into the member's club, or remove the "
+                      "seat's member to import the seat unlinked",
+                      field="table.seats") from None
 
 
 def settled_hands(t: Any) -> int:

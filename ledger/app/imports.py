@@ -29,6 +29,10 @@ class Plan:
 
     create: c.CreateTable
     hands: list[tuple[int, list[tuple[str, c.Command]]]]  # (number, [(what, command)])
+    # Per seat, the club member the file names (table.seats[].member) or None: an import
+    # into a club links them when they are its members (ledger/api/clubs.py), the CLI's
+    # plain table keeps none.
+    members: tuple[str | None, ...] = ()
 
 
 def plan(docs: Iterable[tuple[int, Any]], key: Any = None) -> Plan:
@@ -72,13 +76,14 @@ def _plan(docs: Iterable[tuple[int, Any]], key: Any) -> Plan:
     table = first["table"]
     mode = "results" if first["hand"]["mode"] == "results" else "recorded"
     # Bots play only shuffled tables: an imported seat keeps its name, a person now.
-    seats = tuple((s["name"], None) for s in sorted(table["seats"], key=lambda s: s["seat"]))
+    in_order = sorted(table["seats"], key=lambda s: s["seat"])
+    seats = tuple((s["name"], None) for s in in_order)
     # Hints and turn timers serve live play at a shuffled table; the scorer enters every
     # move of the recorded copy, which takes neither (the rules' options all stay).
     options = {k: v for k, v in table["options"].items() if k not in LIVE_PLAY_ONLY}
     create = c.CreateTable(table["variant"], table["scoring"], seats,
                            first["hand"]["dealer"], mode, options)
-    return Plan(create, hands)
+    return Plan(create, hands, tuple(s.get("member") for s in in_order))
 
 
 def _place_voids(hands: list[tuple[int, list[tuple[str, c.Command]]]], starts: list[int],

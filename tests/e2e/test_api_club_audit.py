@@ -152,3 +152,61 @@ def test_a_201_for_a_token_season_or_spectator_carries_the_location_that_reads_i
     schema = token_item["responses"]["200"]["content"]["application/json"]["schema"]
     ref = schema["$ref"].rsplit("/", 1)[-1]
     assert "token" not in spec["components"]["schemas"][ref]["properties"]
+
+
+def test_hand_history_an_import_into_the_members_club_keeps_their_seats_and_standings(
+        club: Club):
+    """Hand history: an import is checked as if entered live. It dropped every seat's
+    `member`, so an exported club table imported again counted for nobody in the standings.
+    A seat keeps its member when the member is the club's; another club's (or an archived)
+    member is refused as at a table's creation, and the file imports with the seat's
+    member removed, that seat unlinked."""
+    import json
+
+    lg = League(club)
+    ms = [lg.member(n) for n in ("Ann", "Bob", "Cat", "Dan")]
+    t = lg.table(ms, deal="results")
+    assert club.start(t, {"result": RESULT_A}).status_code == 200
+    ndjson = club.c.get(f"/v1/tables/{t.id}/history", headers=lg.h(lg.viewer)).data
+    assert [s["member"] for s in json.loads(ndjson.splitlines()[0])["table"]["seats"]] == ms
+
+    def post(lg: League, data: bytes):
+        return club.c.post(lg.url("/tables/import"), data=data,
+                           content_type="application/x-ndjson", headers=lg.h(lg.scorer))
+
+    before = {r["member"]: r for r in lg.get("/standings").get_json()["rows"]}
+    r = post(lg, ndjson)
+    assert r.status_code == 201, r.get_json()
+    copy = r.get_json()
+    assert [s["member"] for s in copy["seats"]] == ms
+    listed = next(x for x in lg.get("/tables").get_json()["items"] if x["id"] == copy["id"])
+    assert [s["member"] for s in listed["seats"]] == ms
+    assert [x["id"] for x in lg.get(f"/tables?member={ms[0]}").get_json()["items"]] == \
+        [t.id, copy["id"]]
+    after = {r["member"]: r for r in lg.get("/standings").get_json()["rows"]}
+    for m in ms:
+        assert after[m]["tables"] == 2 * before[m]["tables"] == 2
+        assert after[m]["chips"] == 2 * before[m]["chips"]
+        assert after[m]["hands"] == 2
+    again = club.c.get(f"/v1/tables/{copy['id']}/history", headers=lg.h(lg.viewer)).data
+    assert [s["member"] for s in json.loads(again.splitlines()[0])["table"]["seats"]] == ms
+
+    # Another club: its members are not these; refused, nothing created, until unlinked.
+    other = League(club, "Crown")
+    r = post(other, ndjson)
+    problem = club.problem(r, 422, "unknown_member")
+    assert ms[0] in problem["detail"] and "remove the seat's member" in problem["detail"]
+    assert other.get("/tables").get_json()["items"] == []
+    unlinked = b"\n".join(
+        json.dumps(doc | {"table": doc["table"] | {"seats": [
+            {k: v for k, v in s.items() if k != "member"} for s in doc["table"]["seats"]]}}
+        ).encode() for doc in map(json.loads, ndjson.splitlines()))
+    r = post(other, unlinked)
+    assert r.status_code == 201, r.get_json()
+    assert [s["member"] for s in r.get_json()["seats"]] == [None] * 4
+    assert other.get("/standings").get_json()["rows"] == []
+    # An archived member takes no new table, imported or not.
+    assert club.c.post(lg.url(f"/members/{ms[1]}/archive"), json={},
+                       headers=lg.h(lg.scorer)).status_code == 200
+    club.problem(post(lg, ndjson), 422, "member_archived")
+    assert len(lg.get("/tables").get_json()["items"]) == 2
