@@ -330,10 +330,47 @@ def _measure(kind: str, port: int, seconds: float, clients: int) -> dict[str, An
     return stats
 
 
+TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _proc_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of a process, 0 if gone or unreadable (not Linux)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / TICK
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def _tree_cpu(pid: int) -> float:
+    """CPU seconds of a process and its descendants (gunicorn's master and workers)."""
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        total += _proc_cpu(p)
+        try:
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    todo.extend(int(c) for c in f.read().split())
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+def _backends_cpu(database_url: str) -> float:
+    """CPU seconds of the PostgreSQL backends on this database (0 on another host)."""
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        pids = [r[0] for r in conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid()")]
+    return sum(_proc_cpu(p) for p in pids)
+
+
 def _add(total: dict[str, Any], stats: dict[str, Any]) -> None:
     """Pool one slice's driver stats into `total` (latencies sorted again)."""
-    for key in ("elapsed", "cpu", "errors", "hands"):
-        total[key] = total.get(key, 0) + stats[key]
+    for key in ("elapsed", "cpu", "errors", "hands", "server_cpu", "db_cpu"):
+        total[key] = total.get(key, 0) + stats.get(key, 0)
     total["latencies"] = sorted(total.get("latencies", []) + stats["latencies"])
 
 
@@ -392,10 +429,15 @@ def run(database_url: str, seconds: float = 5, clients: int = 16, threads: int |
                 code = f"from bench.api import serve_bare; serve_bare({bare_port}, 2, {threads})"
                 servers.append(_start("the bare app", [sys.executable, "-c", code], scoped,
                                       bare_port, bare_log))
-                sides = [("api", api_port, api), ("bare", bare_port, bare)]
+                sides = [("api", api_port, api, servers[0].pid),
+                         ("bare", bare_port, bare, servers[1].pid)]
                 for r in range(rounds):
-                    for kind, port, total in sides if r % 2 == 0 else sides[::-1]:
-                        _add(total, _measure(kind, port, seconds / rounds, clients))
+                    for kind, port, total, pid in sides if r % 2 == 0 else sides[::-1]:
+                        server_cpu, db_cpu = _tree_cpu(pid), _backends_cpu(scoped)
+                        stats = _measure(kind, port, seconds / rounds, clients)
+                        stats["server_cpu"] = _tree_cpu(pid) - server_cpu
+                        stats["db_cpu"] = _backends_cpu(scoped) - db_cpu
+                        _add(total, stats)
             finally:
                 for server in servers:
                     _stop(server)
@@ -414,6 +456,11 @@ def run(database_url: str, seconds: float = 5, clients: int = 16, threads: int |
     out(f"info driver_cpu api {api['cpu']:.1f} s, bare {bare['cpu']:.1f} s of "
         f"{api['elapsed']:.1f} s wall each (one process, {clients} threads, "
         f"{os.cpu_count()} CPUs), in {rounds} alternating slices each")
+    for label, stats in (("api", api), ("bare", bare)):
+        n = len(stats["latencies"]) or 1
+        out(f"info cpu_per_request {label}: server {stats['server_cpu'] / n * 1000:.3f} ms, "
+            f"PostgreSQL {stats['db_cpu'] / n * 1000:.3f} ms, driver "
+            f"{stats['cpu'] / n * 1000:.3f} ms (from /proc; 0 where not readable)")
     out(f"ratio api_vs_bare {api_rps / bare_rps if bare_rps else 0.0:.2f} target 0.5")
     out(f"ratio api_p99_ms {api_p99:.1f} target 25")
     # Latency against the floor under the same load in the same run (issue 16): the bare

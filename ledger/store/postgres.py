@@ -69,6 +69,7 @@ import logging
 import os
 import re
 import threading
+import time
 from collections.abc import Collection, Sequence
 from contextlib import AbstractContextManager
 from functools import lru_cache
@@ -106,6 +107,13 @@ _APPEND = ("SELECT loo_append(%s, %s, %s, %s::jsonb, %s, %s)"
            f" FROM (SELECT {_WRITING}) AS writing")
 # The NOTIFY channel of the feeds: the schema's (stores share a database in tests, benches).
 _CHANNEL = "'loo_' || left(md5(current_schema()), 24)"
+# Who LISTENs on the channel holds this advisory lock shared, for as long as its session
+# lasts (a process that dies lets go with its connection). A notifier that can take it
+# exclusively (for a moment: the lock goes with its one-statement transaction) knows that
+# nobody listens and sends no NOTIFY (_Notifier). Not _WRITING's key: another class id.
+_LISTENING_KEY = "1282371362, hashtext(current_schema())"
+_LISTENING = f"SELECT pg_advisory_lock_shared({_LISTENING_KEY})"
+_NOBODY_LISTENS = f"SELECT pg_try_advisory_xact_lock({_LISTENING_KEY})"
 _HEAD = "SELECT version, hash FROM events WHERE table_id = %s ORDER BY version DESC LIMIT 1"
 _LOAD = (f"SELECT {_COLS} FROM events WHERE table_id = %s AND version > %s AND version <= %s"
          " ORDER BY version")
@@ -783,15 +791,27 @@ class _Notifier:
     at a time (`loo bench store`, 8 clients: 0.12 of bare inserts, against 0.68 without).
     These NOTIFYs wait for no disk flush (synchronous_commit off: they carry nothing to
     keep). A process that dies between its commit and its NOTIFY leaves the followers to
-    their fallback read (ledger/app/feed.py, Hub.IDLE)."""
+    their fallback read (ledger/app/feed.py, Hub.IDLE).
+
+    Only while someone listens: every LOOK seconds at most (only while appends come) the
+    thread asks whether any session holds the listeners' lock (_LISTENING, taken by
+    _PgWatch before its LISTEN). While none does, commits are not announced and the thread
+    sleeps until the next look, so a deployment with no live feed open sends no NOTIFY and
+    its appenders wake no thread. A listener that appears meanwhile has read everything
+    committed before its LISTEN (its watch is bumped once it is up) and gets the NOTIFY of
+    the highest position at the next look, LOOK seconds later at most."""
 
     PACE = 0.005  # seconds after a NOTIFY before the next one
+    LOOK = 0.25  # seconds between looks for listeners while appends come
 
     def __init__(self, url: str, kwargs: dict[str, Any]) -> None:
         self.pid = os.getpid()
         self._url, self._kwargs = url, kwargs
         self._cond = threading.Condition()
         self._top = self._sent = 0
+        self._look_at = 0.0  # monotonic time of the next look for listeners
+        self._listened = True  # what the last look found
+        self.skipped = 0  # commits left unannounced for want of listeners (for tests)
         self._stopped = False
         self._waiting = False  # for a commit (not pacing): a commit wakes the thread
         self._thread = threading.Thread(target=self._run, name="loo-store-notify",
@@ -828,6 +848,18 @@ class _Notifier:
                                           f" false), {_CHANNEL}").fetchone()
                         assert row is not None
                         channel = row[1]
+                    now = time.monotonic()
+                    if now >= self._look_at:
+                        row = cur.execute(_NOBODY_LISTENS).fetchone()
+                        self._listened = not (row is not None and row[0])
+                        self._look_at = now + self.LOOK
+                    if not self._listened:  # nobody to tell: up to `top` is announced
+                        self.skipped += 1
+                        self._sent = top
+                        with self._cond:  # later commits wait for the next look
+                            if not self._stopped:
+                                self._cond.wait(max(0.0, self._look_at - now))
+                        continue
                     cur.execute("SELECT pg_notify(%s, %s)", (channel, str(top)))
                     self._sent = top
                     with self._cond:  # commits meanwhile wait for the next NOTIFY
@@ -877,6 +909,7 @@ class _PgWatch(Watch):
                 with psycopg.connect(self._url, **self._kwargs) as conn:
                     row = conn.execute(f"SELECT {_CHANNEL}").fetchone()
                     assert row is not None
+                    conn.execute(_LISTENING)  # before the LISTEN: notifiers look for it
                     conn.execute(psycopg.sql.SQL("LISTEN {}").format(
                         psycopg.sql.Identifier(row[0])))
                     self.live, backoff = True, 0.1

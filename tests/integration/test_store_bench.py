@@ -9,7 +9,7 @@ import psycopg
 
 from bench.store import run
 
-TARGETS = {"store_append_1client": "0.7", "store_append_8clients": "0.5",
+TARGETS = {"store_append_1client": "0.8", "store_append_8clients": "0.5",
            "store_vs_eventsourcing": "3.0", "replay_vs_bare_pg": "0.5",
            "replay_vs_bare_sqlite": "0.5"}
 
