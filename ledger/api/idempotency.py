@@ -23,30 +23,39 @@ def key() -> str | None:
     return raw
 
 
-def caller() -> str | None:
-    """Whose key it is: a digest of the request's bearer token (checked or not, it is a
-    secret of whoever sends it), or None for a request without one. Not the stored
-    token_hash (events carry those): nobody can name another caller's keys without the
-    token itself."""
-    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+def caller() -> str:
+    """Whose key it is. With a bearer token: a digest of it (checked or not, it is a secret
+    of whoever sends it; not the stored token_hash, which events carry: nobody can name
+    another caller's keys without the token itself). Without one: a digest of the client's
+    address, as the rate limits see it (request.remote_addr, the one the trusted proxies
+    name with LOO_TRUSTED_PROXIES), kept as a digest rather than the address itself."""
+    req = current_request()
+    scheme, _, token = req.headers.get("Authorization", "").partition(" ")
     token = token.strip()
-    if scheme.lower() != "bearer" or not token:
-        return None
-    return hashlib.sha256(b"loo-idempotency-caller\0" + token.encode()).hexdigest()[:32]
+    if scheme.lower() == "bearer" and token:
+        return "by:" + _digest(b"loo-idempotency-caller\0" + token.encode())
+    address = req.remote_addr or "unknown"
+    return "from:" + _digest(b"loo-idempotency-address\0" + address.encode())
+
+
+def _digest(blob: bytes) -> str:
+    return hashlib.sha256(blob).hexdigest()[:32]
 
 
 def scoped(scope: str | None = None) -> str | None:
-    """The request's key within its tenant (`scope`: a club) and its caller (its bearer
-    token): keys of two clubs, or of two tokens, never meet. Sent with another token, the
-    same key is another key (its own table, its own secrets), never a replay of someone
-    else's answer, which holds tokens shown once. Without a token a key is the caller's
-    only secret: the same key with the same body replays the first answer, with another
-    body it is a 409 (the fingerprint: method, path, body)."""
+    """The request's key within its tenant (`scope`: a club) and its caller: keys of two
+    clubs, of two tokens, or of two clients without a token, never meet. A creation's
+    first answer holds tokens shown once, so a key is never a way into someone else's:
+    sent with another token, or without one from another address, the same key is another
+    key (its own table, its own secrets). Without a token the key and the client's address
+    are all that tell callers apart: a retry from the same address replays the first
+    answer (another body there is a 409: the fingerprint is method, path, body); a client
+    whose address changes between tries sends a bearer token of its own (any secret string:
+    POST /v1/tables and an open POST /v1/clubs take one) to keep its key."""
     raw = key()
     if raw is None:
         return None
-    who = caller()
-    return "|".join([p for p in (scope, who and f"by:{who}") if p] + [raw])
+    return "|".join([p for p in (scope, caller()) if p] + [raw])
 
 
 def fingerprint(viewer: Viewer | None, body: Any) -> str:

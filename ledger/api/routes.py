@@ -42,7 +42,9 @@ IDEMPOTENCY_KEY = {
     "description": "Repeating the request with the same key returns the first answer and "
                    "appends nothing; the same key with another body is a 409 "
                    "idempotency_conflict (see /docs/http, Conventions). A key is its "
-                   "caller's: sent with another bearer token (or none) it is another key."}
+                   "caller's: sent with another bearer token (or none) it is another key; "
+                   "without a token, a key is its client address's (another address: "
+                   "another key)."}
 
 
 def document_idempotency(paths: dict[str, Any]) -> None:

@@ -98,3 +98,56 @@ def test_club_tables_and_writes_keys_are_per_token(club: Club):
     club.problem(club.c.post(lg.url("/members"), json={"name": "Fay"},
                              headers=h(lg.scorer, "eve")), 409, "idempotency_conflict")
     assert len(lg.get("/members").get_json()["items"]) == members + 1
+
+
+def test_a_key_without_a_token_is_its_client_addresss_and_never_replays_to_another(
+        club: Club, backend_url: str):
+    """A creation without a bearer token (POST /v1/tables, POST /v1/clubs without an
+    operator token) keyed its Idempotency-Key by the key and the body alone: anyone
+    repeating both, from anywhere, got the first answer with its admin, seat or owner
+    tokens. Now the key is also its client address's: from another address it is another
+    key (its own table or club, its own tokens), from the same address a repeat replays,
+    and another body there is a 409 as before. Behind LOO_TRUSTED_PROXIES, the address is
+    the one the trusted proxy names."""
+    body = {"seats": FOUR, "deal": "results"}
+
+    def post(path: str, body: dict[str, Any], addr: str, client: Any = None,
+             forwarded_for: str | None = None) -> Any:
+        headers = h(None, "shared-key")
+        if forwarded_for:
+            headers["X-Forwarded-For"] = forwarded_for
+        return (client or club.c).post(path, json=body, headers=headers,
+                                       environ_base={"REMOTE_ADDR": addr})
+
+    first = post("/v1/tables", body, "198.51.100.7")
+    assert first.status_code == 201
+    assert post("/v1/tables", body, "198.51.100.7").get_json() == first.get_json()
+    theirs = post("/v1/tables", body, "203.0.113.9")
+    assert theirs.status_code == 201, theirs.get_json()
+    assert theirs.get_json()["id"] != first.get_json()["id"]
+    assert not secrets_of(theirs.get_json()) & secrets_of(first.get_json())
+    club.problem(post("/v1/tables", body | {"deal": "recorded"}, "198.51.100.7"), 409,
+                 "idempotency_conflict")
+    mine = post("/v1/clubs", {"name": "Red Lion"}, "198.51.100.7")
+    other = post("/v1/clubs", {"name": "Red Lion"}, "203.0.113.9")
+    assert mine.status_code == other.status_code == 201
+    assert mine.get_json()["id"] != other.get_json()["id"]
+    assert mine.get_json()["token"] != other.get_json()["token"]
+    assert post("/v1/clubs", {"name": "Red Lion"}, "198.51.100.7").get_json() == \
+        mine.get_json()
+
+    # Behind one trusted proxy: the client is the address it appended, not the proxy's.
+    from ledger.api.app import create_app
+    from ledger.bootstrap import Settings, bootstrap
+
+    container = bootstrap(Settings(database_url=backend_url))
+    try:
+        proxied = create_app(container, {"LOO_TRUSTED_PROXIES": "1"}).test_client()
+        a = post("/v1/tables", body, "10.0.0.1", proxied, "192.0.2.1")
+        b = post("/v1/tables", body, "10.0.0.1", proxied, "192.0.2.2")
+        again = post("/v1/tables", body, "10.0.0.2", proxied, "192.0.2.1")
+        assert a.status_code == b.status_code == again.status_code == 201
+        assert a.get_json()["id"] != b.get_json()["id"]
+        assert again.get_json() == a.get_json()
+    finally:
+        container.close()
