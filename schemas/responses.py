@@ -68,7 +68,15 @@ class TableOut(Open):
     seats = fields.List(fields.Nested(SeatOut), required=True)
     winner = fields.Integer(allow_none=True, required=True)
     hand = fields.Nested(HandOut, allow_none=True, required=True)
-    legal_actions = fields.List(fields.Dict(), required=True)
+    legal_actions = fields.List(fields.Dict(), required=True, metadata={
+        "description": "For the caller's seat when it is that seat's turn (the admin: the "
+                       "seat to act, with \"seat\"): every action body that would be "
+                       "accepted now, each ready to POST to /actions. One exception, a body "
+                       "to complete: on a recorded table whose miss draws part of the "
+                       "boneyard (2-3 players, rule 4), the miss is listed as {\"type\": "
+                       "\"decide\", \"choice\": \"miss\", \"drawn\": {\"count\": n}}: "
+                       "send it with \"drawn\" the n tiles really drawn (no list can name "
+                       "them without showing the boneyard)."})
 
 
 class SeatTokenOut(Open):

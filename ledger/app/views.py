@@ -8,7 +8,7 @@ from typing import Any
 from ledger.app.projector import Projection
 from ledger.core.rules import table as tb
 from ledger.core.rules.hand import Hand, Trick
-from ledger.core.rules.legal import legal_actions
+from ledger.core.rules.legal import legal_actions, miss_draw_to_name
 from ledger.core.rules.tiles import NAMES, names
 from ledger.store.base import StoredEvent
 
@@ -79,13 +79,21 @@ def hand_view(t: tb.Table, viewer: Viewer, h: Hand | None = None,
 
 
 def legal_view(t: tb.Table, viewer: Viewer) -> list[dict[str, Any]]:
-    """Every action body the caller could send now (admin: for the seat to act)."""
+    """Every action body the caller could send now (admin: for the seat to act).
+
+    One entry may be a body to complete: on a recorded table whose miss draws part of the
+    boneyard, the miss is `{"type": "decide", "choice": "miss", "drawn": {"count": n}}`:
+    send the n tiles really drawn as `drawn` (the count stands for tiles this list cannot
+    name, as it does for another seat's hand)."""
     h = t.hand
     if h is None or not t.live or h.turn is None or t.status != "playing":
         return []
     if not viewer.sees_seat(h.turn):
         return []
     bodies = [a.body() for a in legal_actions(h, h.turn)]
+    if not h.ordered and (n := miss_draw_to_name(h, h.turn)):
+        at = next((i for i, b in enumerate(bodies) if b.get("choice") == "drop"), len(bodies))
+        bodies.insert(at, {"type": "decide", "choice": "miss", "drawn": {"count": n}})
     if viewer.admin:
         for b in bodies:
             b["seat"] = h.turn
