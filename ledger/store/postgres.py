@@ -115,6 +115,8 @@ _LISTENING_KEY = "1282371362, hashtext(current_schema())"
 _LISTENING = f"SELECT pg_advisory_lock_shared({_LISTENING_KEY})"
 _NOBODY_LISTENS = f"SELECT pg_try_advisory_xact_lock({_LISTENING_KEY})"
 _HEAD = "SELECT version, hash FROM events WHERE table_id = %s ORDER BY version DESC LIMIT 1"
+_LANDED = ("SELECT (SELECT position FROM events WHERE table_id = %s AND version = %s)"
+           " FROM events WHERE table_id = %s AND version = %s AND hash = %s")
 _LOAD = (f"SELECT {_COLS} FROM events WHERE table_id = %s AND version > %s AND version <= %s"
          " ORDER BY version")
 # load_raw: data as jsonb's text form (what the jsonb loader of `load` parses).
@@ -474,12 +476,19 @@ class PostgresStore:
                 params += _checkpoint_params(table_id, sealed, checkpoints, with_index=False)
             query = (_checked_insert(n, expected_version == 0, k) if n <= _CHECKED_MAX
                      else _checked_insert_arrays(expected_version == 0, k))
+            sent = False
             try:
                 with self._conn() as conn:
+                    sent = True
                     rows = conn.run(query, params).fetchall()
             except psycopg.Error as err:
                 raise self._translate(err, table_id, expected_version, None,
                                       request_hash) from None
+            except StoreUnavailable:
+                landed = self._landed(table_id, sealed) if sent else None
+                if landed is None:
+                    raise
+                rows = [(landed,)]
             if rows:
                 self._remember_head(table_id, sealed[-1].version, sealed[-1].hash)
                 first = min(r[0] for r in rows)
@@ -492,8 +501,10 @@ class PostgresStore:
                       request_hash]
             if checkpoints is not None:
                 params += _checkpoint_params(table_id, sealed, checkpoints, with_index=True)
+            sent = False
             try:
                 with self._conn() as conn:
+                    sent = True
                     row = conn.run(_append_with_checkpoints(k) if k else _APPEND,
                                    params).fetchone()
             except psycopg.Error as err:
@@ -502,11 +513,35 @@ class PostgresStore:
                     continue
                 raise self._translate(err, table_id, expected_version, idempotency_key,
                                       request_hash) from None
+            except StoreUnavailable:
+                landed = self._landed(table_id, sealed) if sent else None
+                if landed is None:
+                    raise
+                row = (landed,)
             assert row is not None
             self._remember_head(table_id, sealed[-1].version, sealed[-1].hash)
             self._committed(row[0] + len(sealed) - 1)
             return positioned(table_id, sealed, row[0])
         raise StoreError(f"table {table_id}: head hash keeps changing")  # pragma: no cover
+
+    def _landed(self, table_id: str, sealed: Sequence[Sealed]) -> int | None:
+        """The first position of `sealed` if they are in the store, else None.
+
+        Asked when the connection failed under an append's statement (StoreUnavailable
+        from the lease): the server may have committed it before its answer was lost. The
+        last event's hash chains the whole batch onto the head it was written over, so
+        finding it at its version means this batch landed, and the caller gets the
+        success it would have read, not a 503 for a move that is in the log. Nothing
+        found, or the server still out of reach: None (the caller's 503 stands, and a
+        retry with the same Idempotency-Key, or a look at the table, settles it)."""
+        last = sealed[-1]
+        try:
+            with self._connections.get(probe=True) as conn:
+                row = conn.run(_LANDED, (table_id, sealed[0].version, table_id, last.version,
+                                         last.hash)).fetchone()
+        except StoreError:
+            return None
+        return None if row is None or row[0] is None else int(row[0])
 
     def _committed(self, last: int) -> None:
         """Events up to position `last` committed: wake this process's followers now, and

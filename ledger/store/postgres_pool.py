@@ -114,8 +114,10 @@ class Connections:
         if self._down_since is None:
             log.error("PostgreSQL at %s: down (%s); failing fast, probing every %.1f s",
                       redact(self.url), why, PROBE_EVERY)
-            self._down_since = time.monotonic()
-            self._next_probe = self._down_since + PROBE_EVERY
+            # The first probe at once: one lost connection (a terminated backend, a proxy's
+            # restart) is often all there is, and the next request finds the server up
+            # instead of every request being refused for PROBE_EVERY.
+            self._next_probe = self._down_since = time.monotonic()
 
     def _while_down(self, probe: bool = False) -> None:
         """Refuse at once, except one request every PROBE_EVERY that tries the server (and

@@ -227,7 +227,9 @@ def test_readiness_tries_the_server_while_requests_fail_fast(pg_url: str) -> Non
     store = PostgresStore(pg_url)
     store.upgrade()
     try:
-        store._connections._outage("as if it had just failed")  # noqa: SLF001
+        conns = store._connections  # noqa: SLF001
+        conns._outage("as if it had just failed")  # noqa: SLF001
+        conns._next_probe = time.monotonic() + 60  # noqa: SLF001 - and a try just failed
         with pytest.raises(StoreUnavailable, match="is down"):
             store.version("any-table")
         assert store.ping()["backend"] == "postgresql"

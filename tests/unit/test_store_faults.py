@@ -113,3 +113,46 @@ def test_an_append_refused_by_the_connection_is_unavailable_not_a_store_error():
     err = PostgresStore._translate(None, psycopg_pool.PoolClosed("closed"),  # type: ignore
                                    "t", 0, None, "")
     assert isinstance(err, StoreUnavailable)
+
+
+def test_one_lost_connection_is_probed_by_the_next_request_not_refused_for_a_while(
+        monkeypatch: pytest.MonkeyPatch):
+    """A terminated backend breaks one connection while the server stays up: the request
+    after it tries the server at once (and gets a fresh pool), rather than every request
+    being refused until PROBE_EVERY has passed; a second try within PROBE_EVERY of a failed
+    one is still refused at once."""
+    import os
+    import threading
+
+    pool = FakePool()
+    conns = owner(pool)
+    conns._probe_lock, conns._kwargs, conns._pid = threading.Lock(), {}, os.getpid()
+    with pytest.raises(StoreUnavailable), _Lease(conns, pool) as conn:
+        conn.broken = True
+        raise psycopg.DatabaseError("server closed the connection unexpectedly")
+    assert conns.down
+    fresh = FakePool()
+    tries: list[str] = []
+
+    class Up:
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(psycopg, "connect", lambda url, **kw: tries.append(url) or Up())
+    monkeypatch.setattr(Connections, "_new_pool", lambda self: fresh)
+    monkeypatch.setattr(pool, "close", lambda: None, raising=False)
+    with conns.get() as conn:
+        assert conn is fresh.conn
+    assert tries == [conns.url] and not conns.down
+
+    def refused(url: str, **kw: object) -> None:
+        tries.append(url)
+        raise psycopg.OperationalError("connection refused")
+
+    monkeypatch.setattr(psycopg, "connect", refused)
+    conns._outage("lost again")
+    with pytest.raises(StoreUnavailable):
+        conns.get()  # tried at once, refused
+    with pytest.raises(StoreUnavailable):
+        conns.get()  # within PROBE_EVERY of that try: refused without trying
+    assert len(tries) == 2

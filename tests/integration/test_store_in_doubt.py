@@ -1,0 +1,119 @@
+"""An append whose connection is lost after its statement ran (the server committed it, the
+answer never came back) is found in the store and answered as the success it was; one lost
+before its statement ran is still StoreUnavailable (a 503), with nothing in the log.
+
+The loss is injected at the pool's connection (StoreConnection.run) against a real
+PostgreSQL: the statement runs (or not), then the connection is closed under it and the
+error libpq gives for a dead server is raised."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from ledger.api.app import create_app
+from ledger.bootstrap import Settings, bootstrap
+from ledger.store.base import NewEvent, StoreUnavailable
+from ledger.store.postgres import PostgresStore
+from ledger.store.postgres_pool import StoreConnection
+from tests.e2e.club import Club
+from tests.integration.conftest import Backend
+
+WRITES = ("INSERT INTO events", "loo_append(")
+
+
+def lose_connection(monkeypatch: pytest.MonkeyPatch, *, after_statement: bool) -> list[str]:
+    """The next append statement (only the next) loses its connection, after it ran on the
+    server or before it was sent. Returns the statements it hit."""
+    hit: list[str] = []
+    run = StoreConnection.run
+
+    def failing(self: StoreConnection, query: Any, params: Any = None) -> Any:
+        text = query if isinstance(query, str) else str(query)
+        if hit or not any(w in text for w in WRITES):
+            return run(self, query, params)
+        hit.append(text)
+        if after_statement:
+            run(self, query, params)  # committed (autocommit) before the answer is lost
+        self.pgconn.finish()  # the socket gone: the connection is closed under the lease
+        raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(StoreConnection, "run", failing)
+    return hit
+
+
+@pytest.mark.parametrize("key", [None, "move-1"], ids=["checked_insert", "loo_append"])
+def test_postgres_append_lost_after_commit_is_the_success_it_was(
+        postgres_backend: Backend, monkeypatch: pytest.MonkeyPatch, key: str | None) -> None:
+    store = postgres_backend.store
+    assert isinstance(store, PostgresStore)
+    t = f"table-{uuid.uuid4().hex}"
+    store.append(t, [NewEvent("note", None, {"n": 0})], 0)
+    hit = lose_connection(monkeypatch, after_statement=True)
+    got = store.append(t, [NewEvent("note", None, {"n": 1}), NewEvent("note", None, {"n": 2})],
+                       1, idempotency_key=key, request_hash="h" if key else None)
+    assert hit, "the loss was not injected"
+    logged = store.load(t)
+    assert [e.version for e in got] == [2, 3]
+    assert [(e.version, e.position, e.hash) for e in got] == [
+        (e.version, e.position, e.hash) for e in logged[1:]]
+    # and the store goes on: the next append onto it
+    assert store.append(t, [NewEvent("note", None, {"n": 3})], 3)[0].version == 4
+
+
+def test_postgres_append_lost_before_its_statement_ran_is_unavailable(
+        postgres_backend: Backend, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = postgres_backend.store
+    t = f"table-{uuid.uuid4().hex}"
+    store.append(t, [NewEvent("note", None, {"n": 0})], 0)
+    hit = lose_connection(monkeypatch, after_statement=False)
+    with pytest.raises(StoreUnavailable):
+        store.append(t, [NewEvent("note", None, {"n": 1})], 1)
+    assert hit
+    assert [e.version for e in store.load(t)] == [1]
+
+
+@pytest.fixture
+def pg_club(pg_url: str) -> Iterator[Club]:
+    container = bootstrap(Settings(database_url=pg_url))
+    application = create_app(container)
+    application.config["TESTING"] = True
+    yield Club(application.test_client())
+    container.close()
+
+
+def test_postgres_a_move_whose_answer_was_lost_after_commit_is_200_not_503(
+        pg_club: Club, monkeypatch: pytest.MonkeyPatch) -> None:
+    club = pg_club
+    t = club.create(variant="loo", first_dealer=0, deal="shuffled")
+    table = club.view(t)
+    legal = table["legal_actions"]
+    assert legal, table
+    hit = lose_connection(monkeypatch, after_statement=True)
+    r = club.act(t, dict(legal[0], expected_version=table["version"]))
+    assert hit
+    assert r.status_code == 200, r.get_json()
+    answer = r.get_json()
+    events = club.get(t, path="/events").get_json()["events"]
+    assert events[-1]["version"] == answer["version"]
+    assert [e["version"] for e in answer["events"]] == [
+        e["version"] for e in events if e["version"] > table["version"]]
+
+
+def test_postgres_a_move_lost_before_its_statement_is_503_and_not_in_the_log(
+        pg_club: Club, monkeypatch: pytest.MonkeyPatch) -> None:
+    club = pg_club
+    t = club.create(variant="loo", first_dealer=0, deal="shuffled")
+    table = club.view(t)
+    hit = lose_connection(monkeypatch, after_statement=False)
+    r = club.act(t, dict(table["legal_actions"][0], expected_version=table["version"]))
+    assert hit
+    club.problem(r, 503)
+    assert r.headers.get("Retry-After")
+    monkeypatch.undo()
+    events = club.get(t, path="/events").get_json()["events"]
+    assert events[-1]["version"] == table["version"]
