@@ -488,14 +488,15 @@ class PostgresStore:
                 landed = self._landed(table_id, sealed) if sent else None
                 if landed is None:
                     raise
-                rows = [(landed,)]
+                rows = [(landed,)] if landed else []  # not there: loo_append tries again
             if rows:
                 self._remember_head(table_id, sealed[-1].version, sealed[-1].hash)
                 first = min(r[0] for r in rows)
                 self._committed(first + len(sealed) - 1)
                 return positioned(table_id, sealed, first)
             # Refused: a stale version or cached hash; loo_append says which (or succeeds).
-        for _ in range(2):  # a second pass only when the cached head hash was wrong
+        lost = False  # a connection lost under the statement, which did not land
+        for _ in range(3):  # again once when the cached head hash was wrong, once if lost
             sealed = seal(table_id, expected_version, prev, events)
             params = [table_id, expected_version, prev, _payload(sealed), idempotency_key,
                       request_hash]
@@ -515,7 +516,10 @@ class PostgresStore:
                                       request_hash) from None
             except StoreUnavailable:
                 landed = self._landed(table_id, sealed) if sent else None
-                if landed is None:
+                if landed == 0 and not lost:
+                    lost = True
+                    continue
+                if not landed:
                     raise
                 row = (landed,)
             assert row is not None
@@ -525,15 +529,18 @@ class PostgresStore:
         raise StoreError(f"table {table_id}: head hash keeps changing")  # pragma: no cover
 
     def _landed(self, table_id: str, sealed: Sequence[Sealed]) -> int | None:
-        """The first position of `sealed` if they are in the store, else None.
+        """The first position of `sealed` if they are in the store, 0 if the server says
+        they are not, None if it cannot be asked.
 
         Asked when the connection failed under an append's statement (StoreUnavailable
         from the lease): the server may have committed it before its answer was lost. The
         last event's hash chains the whole batch onto the head it was written over, so
         finding it at its version means this batch landed, and the caller gets the
-        success it would have read, not a 503 for a move that is in the log. Nothing
-        found, or the server still out of reach: None (the caller's 503 stands, and a
-        retry with the same Idempotency-Key, or a look at the table, settles it)."""
+        success it would have read, not a 503 for a move that is in the log. Not there (a
+        connection the server had ended just before the statement, a restart): the append
+        is tried once more; it is checked onto the same head, so it cannot land twice.
+        Still out of reach: the caller's 503 stands (a retry with the same Idempotency-Key,
+        or a look at the table, settles it)."""
         last = sealed[-1]
         try:
             with self._connections.get(probe=True) as conn:
@@ -541,7 +548,7 @@ class PostgresStore:
                                          last.hash)).fetchone()
         except StoreError:
             return None
-        return None if row is None or row[0] is None else int(row[0])
+        return 0 if row is None or row[0] is None else int(row[0])
 
     def _committed(self, last: int) -> None:
         """Events up to position `last` committed: wake this process's followers now, and

@@ -101,7 +101,7 @@ class Connections:
 
     def _new_pool(self) -> psycopg_pool.ConnectionPool:
         pool = POOL(self.url, min_size=1, max_size=self._max_size, kwargs=self._kwargs,
-                    open=False, timeout=self.pool_timeout, configure=_configure, check=_check,
+                    open=False, timeout=self.pool_timeout, configure=_configure,
                     name="loo-store", connection_class=StoreConnection)
         pool.open(wait=False)
         return pool
@@ -174,6 +174,10 @@ class _Lease:
             # getconn/putconn rather than pool.connection(): no commit() on an autocommit
             # connection, which is measurable on one-event appends.
             self._conn = conn = pool.getconn()
+            try:
+                _check(conn)
+            except psycopg.Error:
+                self._conn = conn = self._another(conn)
         except psycopg_pool.PoolTimeout as err:
             if pool.get_stats().get("pool_size", 0) < owner._max_size:
                 # Not for want of a free connection (all busy is load, not an outage): the
@@ -190,6 +194,27 @@ class _Lease:
         except psycopg.Error as err:  # any other refusal of the pool's: not a 500
             raise StoreUnavailable(f"PostgreSQL at {redact(owner.url)}: {err}") from err
         return conn
+
+    def _another(self, dead: StoreConnection) -> StoreConnection:
+        """A live connection in place of `dead`, which failed its check: dead ones are given
+        back closed (the pool drops them and makes new ones) and the next one is tried at
+        once, until POOL_TIMEOUT. Not psycopg_pool's own check loop: after one failed check
+        it sleeps about 1 s (its reconnection backoff) before trying another, past the
+        POOL_TIMEOUT of 1 s, so a request that met one connection the server had ended
+        (a restart) waited a second for a 503 while live ones sat idle."""
+        pool, deadline = self._pool, time.monotonic() + self._owner.pool_timeout
+        while True:
+            dead.close()
+            pool.putconn(dead)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise psycopg_pool.PoolTimeout("no live connection within the pool timeout")
+            conn = pool.getconn(left)
+            try:
+                _check(conn)
+                return conn
+            except psycopg.Error:
+                dead = conn
 
     def __exit__(self, kind: type[BaseException] | None, err: BaseException | None,
                  tb: TracebackType | None) -> None:

@@ -1,6 +1,7 @@
 """An append whose connection is lost after its statement ran (the server committed it, the
 answer never came back) is found in the store and answered as the success it was; one lost
-before its statement ran is still StoreUnavailable (a 503), with nothing in the log.
+before its statement ran is tried once more (checked onto the same head, it cannot land
+twice); lost again, it is StoreUnavailable (a 503), with nothing in the log.
 
 The loss is injected at the pool's connection (StoreConnection.run) against a real
 PostgreSQL: the statement runs (or not), then the connection is closed under it and the
@@ -26,15 +27,16 @@ from tests.integration.conftest import Backend
 WRITES = ("INSERT INTO events", "loo_append(")
 
 
-def lose_connection(monkeypatch: pytest.MonkeyPatch, *, after_statement: bool) -> list[str]:
-    """The next append statement (only the next) loses its connection, after it ran on the
-    server or before it was sent. Returns the statements it hit."""
+def lose_connection(monkeypatch: pytest.MonkeyPatch, *, after_statement: bool,
+                    times: int = 1) -> list[str]:
+    """The next `times` append statements lose their connection, after they ran on the
+    server or before they were sent. Returns the statements it hit."""
     hit: list[str] = []
     run = StoreConnection.run
 
     def failing(self: StoreConnection, query: Any, params: Any = None) -> Any:
         text = query if isinstance(query, str) else str(query)
-        if hit or not any(w in text for w in WRITES):
+        if len(hit) >= times or not any(w in text for w in WRITES):
             return run(self, query, params)
         hit.append(text)
         if after_statement:
@@ -65,15 +67,31 @@ def test_postgres_append_lost_after_commit_is_the_success_it_was(
     assert store.append(t, [NewEvent("note", None, {"n": 3})], 3)[0].version == 4
 
 
-def test_postgres_append_lost_before_its_statement_ran_is_unavailable(
-        postgres_backend: Backend, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("key", [None, "move-1"], ids=["checked_insert", "loo_append"])
+def test_postgres_append_lost_before_its_statement_ran_is_tried_again_once(
+        postgres_backend: Backend, monkeypatch: pytest.MonkeyPatch, key: str | None) -> None:
     store = postgres_backend.store
     t = f"table-{uuid.uuid4().hex}"
     store.append(t, [NewEvent("note", None, {"n": 0})], 0)
     hit = lose_connection(monkeypatch, after_statement=False)
+    got = store.append(t, [NewEvent("note", None, {"n": 1})], 1, idempotency_key=key,
+                       request_hash="h" if key else None)
+    assert len(hit) == 1
+    assert [(e.version, e.hash) for e in store.load(t)][1:] == [(2, got[0].hash)]
+
+
+@pytest.mark.parametrize("key", [None, "move-1"], ids=["checked_insert", "loo_append"])
+def test_postgres_append_lost_before_its_statement_every_time_is_unavailable(
+        postgres_backend: Backend, monkeypatch: pytest.MonkeyPatch, key: str | None) -> None:
+    store = postgres_backend.store
+    t = f"table-{uuid.uuid4().hex}"
+    store.append(t, [NewEvent("note", None, {"n": 0})], 0)
+    hit = lose_connection(monkeypatch, after_statement=False, times=10)
     with pytest.raises(StoreUnavailable):
-        store.append(t, [NewEvent("note", None, {"n": 1})], 1)
-    assert hit
+        store.append(t, [NewEvent("note", None, {"n": 1})], 1, idempotency_key=key,
+                     request_hash="h" if key else None)
+    assert 2 <= len(hit) <= 3  # the first try and one more (loo_append's, after the INSERT's)
+    monkeypatch.undo()
     assert [e.version for e in store.load(t)] == [1]
 
 
@@ -104,12 +122,12 @@ def test_postgres_a_move_whose_answer_was_lost_after_commit_is_200_not_503(
         e["version"] for e in events if e["version"] > table["version"]]
 
 
-def test_postgres_a_move_lost_before_its_statement_is_503_and_not_in_the_log(
+def test_postgres_a_move_lost_before_its_statement_every_time_is_503_and_not_logged(
         pg_club: Club, monkeypatch: pytest.MonkeyPatch) -> None:
     club = pg_club
     t = club.create(variant="loo", first_dealer=0, deal="shuffled")
     table = club.view(t)
-    hit = lose_connection(monkeypatch, after_statement=False)
+    hit = lose_connection(monkeypatch, after_statement=False, times=10)
     r = club.act(t, dict(table["legal_actions"][0], expected_version=table["version"]))
     assert hit
     club.problem(r, 503)

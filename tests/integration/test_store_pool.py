@@ -96,7 +96,6 @@ def test_a_connection_whose_backend_ended_is_not_handed_out_and_select_is_not_ca
     def no_select(*args: Any) -> Any:
         raise AssertionError("select() called")
 
-    # psycopg_pool waits about a second after a refused connection before its next try.
     connections = Connections(pg_url, {}, max_size=2, pool_timeout=10)
     try:
         with connections.get() as a, connections.get() as b:
@@ -104,12 +103,45 @@ def test_a_connection_whose_backend_ended_is_not_handed_out_and_select_is_not_ca
         with psycopg.connect(pg_url, autocommit=True) as admin:
             for pid in pids:
                 admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
-        time.sleep(0.2)  # the FATAL messages and the ends of the streams arrive
+        _wait_gone(pg_url, pids)  # the FATAL messages and the ends of the streams sent
         monkeypatch.setattr(select, "select", no_select)
         with connections.get() as conn:  # both idle ones are refused: a new one
             assert conn.execute("SELECT pg_backend_pid()").fetchone()[0] not in pids
         for _ in range(3):
             with connections.get() as conn:
                 assert conn.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        connections.close()
+
+
+def _wait_gone(pg_url: str, pids: list[int]) -> None:
+    """Until the backends `pids` have ended (their sockets closed by the server)."""
+    deadline = time.monotonic() + 10
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        while admin.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(%s)",
+                            (pids,)).fetchone()[0]:
+            assert time.monotonic() < deadline, "backends still there"
+            time.sleep(0.01)
+
+
+def test_a_pool_of_ended_connections_hands_out_a_live_one_within_the_pool_timeout(
+        pg_url: str) -> None:
+    """Every idle connection's backend ended (a server restart, an admin's terminate): the
+    lease drops them one after another and gets a live one at once. psycopg_pool's own check
+    loop slept about a second after the first refused connection, past the 1 s POOL_TIMEOUT:
+    the request was a 503 while the server was up."""
+    connections = Connections(pg_url, {}, max_size=4)  # POOL_TIMEOUT, as in service
+    try:
+        with connections.get() as a, connections.get() as b, connections.get() as c:
+            pids = [x.info.backend_pid for x in (a, b, c)]
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            for pid in pids:
+                admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        _wait_gone(pg_url, pids)
+        start = time.monotonic()
+        with connections.get() as conn:
+            assert conn.execute("SELECT pg_backend_pid()").fetchone()[0] not in pids
+        assert time.monotonic() - start < connections.pool_timeout
+        assert not connections.down
     finally:
         connections.close()

@@ -15,9 +15,15 @@ from ledger.store.postgres import PostgresStore
 from ledger.store.postgres_pool import Connections, _Lease
 
 
+class FakePgConn:
+    def consume_input(self) -> None:  # the lease's liveness check: nothing has come in
+        pass
+
+
 class FakeConn:
     def __init__(self) -> None:
         self.broken = self.closed = False
+        self.pgconn = FakePgConn()
 
 
 class FakePool:
