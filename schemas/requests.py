@@ -178,13 +178,7 @@ class ActionIn(WriteIn):
     tiles = fields.List(TileField())
     tile = TileField()
     suit = fields.Integer(strict=True, load_default=None, allow_none=True,
-                          validate=validate.Range(min=0, max=6), metadata={
-                              "description": "the suit a lead declares (rule 6): needed when "
-                                             "leading a tile that is neither a trump nor a "
-                                             "double, one of its ends; a trump leads trumps, "
-                                             "a double its own suit. A follow declares none: "
-                                             "its suit is ignored if the tile bears it, else "
-                                             "422 invalid_suit"})
+                          validate=validate.Range(min=0, max=6))
 
 
 class EventsQuery(Schema):

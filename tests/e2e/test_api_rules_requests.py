@@ -156,38 +156,3 @@ def test_s4_four_player_and_shuffled_misses_stay_plain_bodies(club: Club):
     view = club.view(s, s.seats[1])
     assert miss_entries(view) == [{"type": "decide", "choice": "miss"}]
     assert all(not isinstance(b.get("drawn"), dict) for b in view["legal_actions"])
-
-
-# ---- §6 a follow's suit: ignored when the tile bears it, refused when it does not ----------
-
-def test_s6_a_follow_declares_no_suit_but_may_name_one_of_its_ends(club: Club):
-    """§6 Leading: only the leader declares a suit (API.md: `suit` is needed only when leading
-    a plain tile). A follow that names one of its tile's ends is played as if it named none
-    (clients may send a suit on every play); a suit the tile does not bear (§1) is refused,
-    422 invalid_suit, and nothing changes."""
-    t = undecided(club)  # DEAL: sixes are trumps
-    for seat in (1, 2, 3, 0):
-        club.ok(t, {"type": "decide", "choice": "play"}, t.seats[seat])
-    club.ok(t, {"type": "play", "tile": "1-3", "suit": 3}, t.seats[1])  # threes led
-    before = club.view(t)
-    j = club.problem(club.act(t, {"type": "play", "tile": "3-3", "suit": 5}, t.seats[2]),
-                     422, "invalid_suit")
-    assert j["rule"] == "6" and "3-3 bears threes" in j["detail"] and "5" in j["detail"], j
-    unchanged(club, t, before)
-    club.ok(t, {"type": "play", "tile": "3-3", "suit": 3}, t.seats[2])
-    # Seat 3 cannot follow threes and trumps with 6-5: the led suit is not one of its ends.
-    before = club.view(t)
-    j = club.problem(club.act(t, {"type": "play", "tile": "6-5", "suit": 3}, t.seats[3]),
-                     422, "invalid_suit")
-    assert "6-5 bears sixes and fives, not 3 (threes)" in j["detail"], j
-    unchanged(club, t, before)
-    club.ok(t, {"type": "play", "tile": "6-5", "suit": 5}, t.seats[3])  # an end: ignored
-    # A follow the rules refuse is told the rule first (seat 0 holds 5-3: follow threes).
-    r = club.act(t, {"type": "play", "tile": "6-4", "suit": 0}, t.seats[0])
-    club.problem(r, 422, "must_follow_suit")
-    out = club.ok(t, {"type": "play", "tile": "5-3"}, t.seats[0])
-    trick = out["table"]["hand"]["tricks"][0]
-    assert trick["suit"] == 3 and trick["winner"] == 3  # still threes led; 6-5 trumps
-    events = club.get(t, path="/events").get_json()["events"]
-    plays = [e["data"] for e in events if e["type"] == "tile_played"]
-    assert [p.get("suit") for p in plays] == [3, None, None, None]  # follows record none

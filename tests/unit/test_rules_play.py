@@ -184,19 +184,6 @@ def test_s6_3_follower_must_follow_suit():
         assert err.detail == "you hold 3-1: you must follow threes"
 
 
-def test_s6_a_follow_suit_is_ignored_if_the_tile_bears_it_else_refused():
-    """Only the leader declares (§6 Leading); a follow's `suit` one of its ends shows (§1) is
-    ignored, any other is invalid_suit. The trick keeps the led suit either way."""
-    g = two("3-2 6-6 4-4 2-1 1-0", "5-3 6-4 2-2 4-0 1-1")
-    g.play(1, "3-2", 3)
-    for suit in (0, 1, 2, 4, 6):  # threes led; 5-3 shows a five and a three only
-        err = g.refuse(Play(0, T("5-3"), suit))
-        assert (err.code, err.rule) == ("invalid_suit", "6")
-        assert err.detail.startswith("5-3 bears fives and threes, not ")
-    played = one(g.play(0, "5-3", 3), ev.TilePlayed)
-    assert played.suit is None and one(g.events[-1:], ev.TrickWon).suit == 3
-
-
 def test_s6_3_every_follower_of_the_suit_is_allowed():
     g = two("3-2 6-6 4-4 2-1 1-0", "3-1 6-3 2-2 4-0 6-4")
     g.play(1, "3-2", 3)

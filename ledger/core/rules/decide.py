@@ -5,18 +5,7 @@ from __future__ import annotations
 from ledger.core import events as ev
 from ledger.core.rules.actions import Action, Decide, Discard, Play
 from ledger.core.rules.hand import Hand, apply, draft, follow_up, trick_end, violation
-from ledger.core.rules.tiles import (
-    DOUBLE,
-    FOLLOWERS,
-    HI,
-    LO,
-    NAMES,
-    SUIT_NAMES,
-    TRUMPS,
-    Tile,
-    is_trump,
-    suits_of,
-)
+from ledger.core.rules.tiles import FOLLOWERS, NAMES, SUIT_NAMES, TRUMPS, Tile, is_trump, suits_of
 
 
 def decide(h: Hand, action: Action) -> list[ev.Event]:
@@ -166,8 +155,6 @@ def _play(h: Hand, a: Play) -> list[ev.Event]:
         plays: tuple[tuple[int, Tile], ...] = ((seat, tile),)
     else:
         check_follow(h, seat, tile)
-        if a.suit is not None:
-            check_follow_suit(a)
         played = ev.TilePlayed(seat, tile, trick_no)
         plays, led = cur.plays + ((seat, tile),), cur.suit
     decisions = h.decisions
@@ -195,20 +182,6 @@ def lead_suit(h: Hand, a: Play) -> int:
             why = f"{NAMES[a.tile]} leads {options[0]} or {options[1]}, not {a.suit}"
         raise violation("invalid_suit", "6", why)
     return a.suit
-
-
-def check_follow_suit(a: Play) -> None:
-    """A follow declares nothing (§6: only the leader says which suit he leads), so its
-    `suit` is ignored, but only if the tile bears it (§1): clients may send the suit of the
-    end they play on every play; a suit the tile does not show is a mistake, not a
-    declaration to ignore."""
-    t, suit = a.tile, a.suit
-    if suit == HI[t] or suit == LO[t]:
-        return
-    bears = SUIT_NAMES[HI[t]] + ("" if DOUBLE[t] else f" and {SUIT_NAMES[LO[t]]}")
-    named = f"{suit} ({SUIT_NAMES[suit]})" if suit in range(7) else repr(suit)
-    raise violation("invalid_suit", "6", f"{NAMES[t]} bears {bears}, not {named}: a follow "
-                    "declares no suit (only the leader does), so leave \"suit\" out")
 
 
 def check_lead(h: Hand, seat: int, t: Tile) -> None:
