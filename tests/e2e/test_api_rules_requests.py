@@ -156,3 +156,27 @@ def test_s4_four_player_and_shuffled_misses_stay_plain_bodies(club: Club):
     view = club.view(s, s.seats[1])
     assert miss_entries(view) == [{"type": "decide", "choice": "miss"}]
     assert all(not isinstance(b.get("drawn"), dict) for b in view["legal_actions"])
+
+
+# ---- §6 a follow's suit: declares nothing, ignored whatever it names -----------------------
+
+def test_s6_a_follow_declares_no_suit_so_any_suit_it_names_is_ignored(club: Club):
+    """§6 Leading: only the leader declares a suit (API.md: `suit` is needed only when leading
+    a plain tile). A client may send a suit on every play, the led suit included when it
+    trumps or cannot follow: a follow is played as if it named none, the trick keeps the
+    led suit, and no tile_played records a suit for it."""
+    t = undecided(club)  # DEAL: sixes are trumps
+    for seat in (1, 2, 3, 0):
+        club.ok(t, {"type": "decide", "choice": "play"}, t.seats[seat])
+    club.ok(t, {"type": "play", "tile": "1-3", "suit": 3}, t.seats[1])  # threes led
+    club.ok(t, {"type": "play", "tile": "3-3", "suit": 5}, t.seats[2])  # a suit 3-3 lacks
+    club.ok(t, {"type": "play", "tile": "6-5", "suit": 3}, t.seats[3])  # trumps, names 3
+    # The rules still apply to a follow naming a suit (seat 0 holds 5-3: follow threes).
+    club.problem(club.act(t, {"type": "play", "tile": "6-4", "suit": 0}, t.seats[0]),
+                 422, "must_follow_suit")
+    out = club.ok(t, {"type": "play", "tile": "5-3", "suit": 5}, t.seats[0])
+    trick = out["table"]["hand"]["tricks"][0]
+    assert trick["suit"] == 3, trick
+    played = [e for e in club.get(t, path="/events").get_json()["events"]
+              if e["type"] == "tile_played"]
+    assert [e["data"].get("suit") for e in played][1:] == [None, None, None], played
