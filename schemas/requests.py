@@ -171,10 +171,11 @@ class ActionIn(WriteIn):
     drawn = fields.List(TileField(), load_default=None, allow_none=True, metadata={
         "description": "recorded tables: the tiles drawn on a miss (rule 4); left out, null "
                        "or [] when the miss takes the whole boneyard (4 players, or the last "
-                       "miss), which the service then knows. legal_actions offers a miss "
-                       'that needs them as "drawn": {"count": n}: send the n tiles drawn'},
+                       "miss), which the service then knows. The table's to_complete "
+                       'offers a miss that needs them as "drawn": {"count": n}: send the n '
+                       "tiles drawn"},
         error_messages={"invalid": 'a list of the tiles drawn, such as ["6-3", "5-1", ...]: '
-                                   'legal_actions\' "drawn": {{"count": n}} says how many'})
+                                   'to_complete\'s "drawn": {{"count": n}} says how many'})
     tiles = fields.List(TileField())
     tile = TileField()
     suit = fields.Integer(strict=True, load_default=None, allow_none=True,

@@ -71,12 +71,13 @@ class TableOut(Open):
     legal_actions = fields.List(fields.Dict(), required=True, metadata={
         "description": "For the caller's seat when it is that seat's turn (the admin: the "
                        "seat to act, with \"seat\"): every action body that would be "
-                       "accepted now, each ready to POST to /actions. One exception, a body "
-                       "to complete: on a recorded table whose miss draws part of the "
-                       "boneyard (2-3 players, rule 4), the miss is listed as {\"type\": "
-                       "\"decide\", \"choice\": \"miss\", \"drawn\": {\"count\": n}}: "
-                       "send it with \"drawn\" the n tiles really drawn (no list can name "
-                       "them without showing the boneyard)."})
+                       "accepted now, each ready to POST to /actions."})
+    to_complete = fields.List(fields.Dict(), required=True, metadata={
+        "description": "Action bodies open to the same caller that no list can give ready to "
+                       "send: on a recorded table whose miss draws part of the boneyard "
+                       "(2-3 players, rule 4), the miss as {\"type\": \"decide\", "
+                       "\"choice\": \"miss\", \"drawn\": {\"count\": n}}: send it with "
+                       "\"drawn\" the n tiles really drawn. Otherwise []."})
 
 
 class SeatTokenOut(Open):

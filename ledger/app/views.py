@@ -79,25 +79,36 @@ def hand_view(t: tb.Table, viewer: Viewer, h: Hand | None = None,
 
 
 def legal_view(t: tb.Table, viewer: Viewer) -> list[dict[str, Any]]:
-    """Every action body the caller could send now (admin: for the seat to act).
-
-    One entry may be a body to complete: on a recorded table whose miss draws part of the
-    boneyard, the miss is `{"type": "decide", "choice": "miss", "drawn": {"count": n}}`:
-    send the n tiles really drawn as `drawn` (the count stands for tiles this list cannot
-    name, as it does for another seat's hand)."""
+    """Every action body the caller could send now (admin: for the seat to act)."""
     h = t.hand
     if h is None or not t.live or h.turn is None or t.status != "playing":
         return []
     if not viewer.sees_seat(h.turn):
         return []
     bodies = [a.body() for a in legal_actions(h, h.turn)]
-    if not h.ordered and (n := miss_draw_to_name(h, h.turn)):
-        at = next((i for i, b in enumerate(bodies) if b.get("choice") == "drop"), len(bodies))
-        bodies.insert(at, {"type": "decide", "choice": "miss", "drawn": {"count": n}})
     if viewer.admin:
         for b in bodies:
             b["seat"] = h.turn
     return bodies
+
+
+def complete_view(t: tb.Table, viewer: Viewer) -> list[dict[str, Any]]:
+    """Bodies the caller could send now once completed, which legal_actions (bodies accepted
+    as they are) cannot hold: on a recorded table whose miss draws part of the boneyard, the
+    miss as `{"type": "decide", "choice": "miss", "drawn": {"count": n}}`: send the n tiles
+    really drawn as `drawn` (the count stands for tiles no list can name, as it does for
+    another seat's hand)."""
+    h = t.hand
+    if h is None or h.ordered or h.turn is None or not t.live or t.status != "playing" \
+            or not viewer.sees_seat(h.turn):
+        return []
+    n = miss_draw_to_name(h, h.turn)
+    if not n:
+        return []
+    body: dict[str, Any] = {"type": "decide", "choice": "miss", "drawn": {"count": n}}
+    if viewer.admin:
+        body["seat"] = h.turn
+    return [body]
 
 
 def table_view(table_id: str, p: Projection, viewer: Viewer) -> dict[str, Any]:
@@ -112,6 +123,7 @@ def table_view(table_id: str, p: Projection, viewer: Viewer) -> dict[str, Any]:
         "winner": t.winner, "tied": list(t.tied),
         "hand": hand_view(t, viewer) if t.hand is not None else None,
         "legal_actions": legal_view(t, viewer),
+        "to_complete": complete_view(t, viewer),
         "viewer": {"role": viewer.role, "seat": viewer.seat},
     }
 

@@ -95,10 +95,8 @@ def key(body: dict[str, Any]) -> tuple:
     """An action body as a comparable value (a discard is a set of tiles)."""
     kind = body["type"]
     if kind == "decide":
-        drawn = body.get("drawn")  # {"count": n}: a miss whose n drawn tiles the scorer names
         return (kind, body["choice"], body.get("take_turn_up", False),
-                tuple(body.get("discard", [])), body.get("for_pool", False),
-                drawn["count"] if isinstance(drawn, dict) else None)
+                tuple(body.get("discard", [])), body.get("for_pool", False))
     if kind == "discard":
         return (kind, frozenset(body["tiles"]))
     return (kind, body["tile"], body.get("suit"))
@@ -142,14 +140,12 @@ def oracle(v: View) -> set[tuple]:
         return {("discard", frozenset(c)) for c in combinations(v.held, v.miss_draw - 5)}
     if h["phase"] == "deciding":
         n, dealer = v.s.players, h["dealer"]
-        out = {("decide", "play", False, (), False, None)}
-        if v.miss_left():
-            # README: on recorded 2-3 player tables a miss that must name its draw is listed
-            # with the count of tiles to name; where the service knows the draw, plainly.
-            known = v.s.deal == "shuffled" or h["boneyard_count"] == v.miss_draw
-            out.add(("decide", "miss", False, (), False, None if known else v.miss_draw))
+        out = {("decide", "play", False, (), False)}
+        # README: on recorded 2-3 player tables a miss that must name its draw is not listed.
+        if v.miss_left() and (v.s.deal == "shuffled" or h["boneyard_count"] == v.miss_draw):
+            out.add(("decide", "miss", False, (), False))
         if n >= 3 or v.s.variant == "rounce":  # §4 drop; §9 Rounce passes with any number
-            out.add(("decide", "drop", False, (), False, None))
+            out.add(("decide", "drop", False, (), False))
         pools = [False]
         if seat == dealer:
             others = [s for s in range(n) if s != dealer and h["decisions"].get(str(s)) != "drop"]
@@ -157,9 +153,9 @@ def oracle(v: View) -> set[tuple]:
                     and h["decisions"][str(others[0])] == "miss"):
                 pools.append(True)  # §4 playing for the pool
         for pool in pools:
-            out.add(("decide", "play", False, (), pool, None))
+            out.add(("decide", "play", False, (), pool))
             if seat == dealer:  # §4: keep the hand, take the turn-up, discard one of the five
-                out |= {("decide", "play", True, (t,), pool, None) for t in v.held}
+                out |= {("decide", "play", True, (t,), pool) for t in v.held}
         return out
     hand = v.held
     trumps = [t for t in hand if is_trump(t, trump)]
@@ -461,12 +457,11 @@ def step(club: Club, t: Table, s: Setup, v: View, served: list[dict[str, Any]],
     tried = [b for b in candidates(v, rng) if not accepted_by_oracle(v, b, legal)]
     for body in rng.sample(tried, min(5, len(tried))):
         check_refused(club.act(t, body | {"seat": seat}), body)
-    moves = []
-    for b in served:  # each listed body, a miss's {"count": n} completed as the scorer would
-        if isinstance(b.get("drawn"), dict):
-            assert s.deal == "recorded" and b["drawn"]["count"] == v.miss_draw
-            b = b | {"drawn": rng.sample(v.hand["boneyard"], v.miss_draw)}
-        moves.append(b)
+    moves = list(served)
+    if (s.deal == "recorded" and v.hand["phase"] == "deciding" and v.miss_left()
+            and ("decide", "miss", False, (), False) not in legal):
+        drawn = rng.sample(v.hand["boneyard"], v.miss_draw)  # the scorer names the draw
+        moves.append({"type": "decide", "choice": "miss", "drawn": drawn})
     body = rng.choice(moves)
 
     if rng.random() < 0.5:

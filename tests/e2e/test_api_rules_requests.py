@@ -94,10 +94,14 @@ def test_s1_either_order_of_a_tile_is_the_same_tile(club: Club):
     assert club.view(t)["hand"]["hands"]["0"] == DEAL["hands"]["0"]
 
 
-# ---- §4 the miss on a recorded table: legal_actions says what to send ---------------------
+# ---- §4 the miss on a recorded table: to_complete says what to send ------------------------
 
 def miss_entries(view: dict[str, Any]) -> list[dict[str, Any]]:
     return [b for b in view["legal_actions"] if b.get("choice") == "miss"]
+
+
+def to_complete(view: dict[str, Any]) -> list[dict[str, Any]]:
+    return view["to_complete"]
 
 
 def completed(entry: dict[str, Any], boneyard: list[str]) -> dict[str, Any]:
@@ -109,23 +113,24 @@ def completed(entry: dict[str, Any], boneyard: list[str]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("players", [2, 3])
-def test_s4_recorded_miss_that_must_name_its_draw_is_listed_with_the_count(
+def test_s4_recorded_miss_that_must_name_its_draw_is_offered_to_complete(
         club: Club, players: int):
     """§4: with 2-3 players a miss draws six of the boneyard; on a recorded table the scorer
-    names them (API.md Actions, `drawn`), and legal_actions says so: the miss is listed with
-    "drawn": {"count": 6}, between play and drop, for the seat and for the admin."""
+    names them (API.md Actions, `drawn`). legal_actions lists only bodies that would be
+    accepted as they are (API.md), so that miss is not in it: the view's `to_complete`
+    offers it with "drawn": {"count": 6}, for the seat and for the admin."""
     t = undecided(club, players=players)
     for token in (t.seats[1], t.admin):
         view = club.view(t, token)
-        offered = view["legal_actions"]
-        assert miss_entries(view) == [{"type": "decide", "choice": "miss",
-                                       "drawn": {"count": 6}}
-                                      | ({"seat": 1} if token == t.admin else {})]
-        choices = [b["choice"] for b in offered]
-        assert choices == ["play", "miss"] + (["drop"] if players == 3 else [])
-    # Sent as listed, it names no tile: a 422 that says what to send, and nothing changes.
+        assert miss_entries(view) == []
+        assert to_complete(view) == [{"type": "decide", "choice": "miss",
+                                      "drawn": {"count": 6}}
+                                     | ({"seat": 1} if token == t.admin else {})]
+        choices = [b["choice"] for b in view["legal_actions"]]
+        assert choices == ["play"] + (["drop"] if players == 3 else [])
+    # Sent as offered, it names no tile: a 422 that says what to send, and nothing changes.
     before = club.view(t)
-    entry = miss_entries(club.view(t, t.seats[1]))[0]
+    entry = to_complete(club.view(t, t.seats[1]))[0]
     j = club.problem(club.act(t, entry, t.seats[1]), 422, "validation_error")
     assert "drawn" in j["errors"]["json"] and "count" in j["detail"], j
     unchanged(club, t, before)
@@ -133,28 +138,36 @@ def test_s4_recorded_miss_that_must_name_its_draw_is_listed_with_the_count(
     boneyard = before["hand"]["boneyard"]
     out = club.ok(t, completed(entry, boneyard), t.seats[1])
     assert sorted(out["table"]["hand"]["hands"]["1"]) == sorted(boneyard[:6])
+    assert to_complete(out["table"]) == []  # a discard is due: nothing to complete
     held = out["table"]["hand"]["hands"]["1"]
     club.ok(t, {"type": "discard", "tiles": [held[0]]}, t.seats[1])
     # The next seat: with 3 players the last miss takes the whole boneyard (6 left), so the
-    # service knows the draw and the miss is a plain body; with 2, six of eleven again.
+    # service knows the draw and the miss is a plain body of legal_actions; with 2, six of
+    # eleven again.
     nxt = 2 if players == 3 else 0
     view = club.view(t, t.seats[nxt])
     if players == 3:
         assert miss_entries(view) == [{"type": "decide", "choice": "miss"}]
+        assert to_complete(view) == []
+        entry = miss_entries(view)[0]
     else:
-        assert miss_entries(view) == [{"type": "decide", "choice": "miss",
-                                       "drawn": {"count": 6}}]
+        assert miss_entries(view) == []
+        entry = to_complete(view)[0]
+        assert entry == {"type": "decide", "choice": "miss", "drawn": {"count": 6}}
     rest = club.view(t)["hand"]["boneyard"]
-    club.ok(t, completed(miss_entries(view)[0], rest), t.seats[nxt])
+    club.ok(t, completed(entry, rest), t.seats[nxt])
 
 
 def test_s4_four_player_and_shuffled_misses_stay_plain_bodies(club: Club):
-    """The service knows those draws: every entry of legal_actions is a body to send as is."""
+    """The service knows those draws: the miss is a plain body and nothing is to complete."""
     t = undecided(club, players=4)
-    assert miss_entries(club.view(t, t.seats[1])) == [{"type": "decide", "choice": "miss"}]
+    view = club.view(t, t.seats[1])
+    assert miss_entries(view) == [{"type": "decide", "choice": "miss"}]
+    assert to_complete(view) == []
     s = club.create(first_dealer=0, seats=[{"name": "Ann"}, {"name": "Bob"}, {"name": "Cat"}])
     view = club.view(s, s.seats[1])
     assert miss_entries(view) == [{"type": "decide", "choice": "miss"}]
+    assert to_complete(view) == []
     assert all(not isinstance(b.get("drawn"), dict) for b in view["legal_actions"])
 
 

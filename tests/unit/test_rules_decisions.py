@@ -9,7 +9,7 @@ from ledger.core import events as ev
 from ledger.core.errors import LedgerError
 from ledger.core.rules.actions import Decide, Discard
 from ledger.core.rules.deal import deal, shuffle
-from ledger.core.rules.legal import legal_actions, miss_draw_to_name
+from ledger.core.rules.legal import legal_actions
 from ledger.core.rules.tiles import name
 from tests.unit.rules_support import TS, Game, T, of_type, one
 
@@ -175,7 +175,6 @@ def test_s4_no_drop_after_miss():
 
 def test_s4_miss_refuses_drawn_tiles_on_shuffled_tables():
     g = shuffled(players=3)
-    assert miss_draw_to_name(g.h, 1) == 0  # the service draws: a plain miss is offered
     err = g.refuse(Decide(1, "miss", drawn=tuple(g.h.boneyard[:6])))
     assert err.code == "drawn_not_allowed"
 
@@ -240,14 +239,11 @@ def test_s10_legal_actions_never_show_the_recorded_boneyard_before_a_miss():
     g.deal({1: "1-1 6-4 4-1 5-3 5-4", 2: "1-0 6-0 6-1 5-0 3-3", 0: "4-4 2-1 5-2 4-3 0-0"},
            "5-1")
     assert not [a for a in legal_actions(g.h, 1) if a.choice == "miss"]  # needs "drawn"
-    # ... which the API describes instead: the seat names six tiles (ledger/app/views.py)
-    assert [miss_draw_to_name(g.h, s) for s in range(3)] == [0, 6, 0]
     g.decide(1, "miss", drawn=tuple(g.h.boneyard[:6]))
-    assert miss_draw_to_name(g.h, 1) == 0  # discarding now, not deciding
     g.act(Discard(1, (g.h.hands[1][0],)))
     left = set(g.h.boneyard)
     offered = [a for a in legal_actions(g.h, 2) if a.choice == "miss"]
-    assert offered == [Decide(2, "miss")] and miss_draw_to_name(g.h, 2) == 0
+    assert offered == [Decide(2, "miss")]
     out = g.act(offered[0])
     assert set(one(out, ev.MissDrawn).tiles) == left
 

@@ -55,7 +55,7 @@ def miss_draw_to_name(h: Hand, seat: int) -> int:
     """§4 on a recorded table: how many tiles a miss by `seat` must name in `drawn` now, or
     0 (not the seat's decision, no miss left, or the service knows the draw: a shuffled
     table, or a miss that takes the whole boneyard). No list of bodies can offer that miss
-    (§10: it would show the boneyard), so the API describes it instead (ledger/app/views.py)."""
+    (§10: it would show the boneyard), so the view offers it to complete (to_complete)."""
     if h.ordered or h.phase != "deciding" or h.turn != seat or h.mode == "results":
         return 0
     n = h.opts.miss_draw

@@ -128,8 +128,7 @@ function renderMoves(t) {
   }
   const myTiles = Array.isArray(hand.hands?.[actor]) ? hand.hands[actor] : [];
   if (hand.phase === 'deciding') {
-    // A recorded miss lists {"count": n} for the tiles drawn, which this page cannot name.
-    const plain = legal.filter((a) => !a.take_turn_up && !(a.drawn && !Array.isArray(a.drawn)));
+    const plain = legal.filter((a) => !a.take_turn_up);
     const takes = legal.filter((a) => a.take_turn_up);
     box.append(el('div', { class: 'move-row' }, plain.map((a) => actionButton(a, hand))));
     if (takes.length) {
