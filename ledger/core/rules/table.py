@@ -34,6 +34,7 @@ class HandBook:
     status_before: str = "playing"
     winner_before: int | None = None
     tied_before: tuple[int, ...] = ()
+    tricks: tuple[int, ...] = ()  # tricks won per seat (seats[].tricks), taken back by a void
 
 
 @dataclass(frozen=True)
@@ -324,7 +325,7 @@ def _book(b: HandBook, flows: tuple[tuple[str, str, int], ...] | None = None,
     for every chip that moves, on every fold)."""
     return HandBook(b.number, b.dealer, b.flows if flows is None else flows,
                     b.points if points is None else points, b.scores_before,
-                    b.status_before, b.winner_before, b.tied_before)
+                    b.status_before, b.winner_before, b.tied_before, b.tricks)
 
 
 def _flow(t: Draft, src: str, dst: str, amount: int) -> None:
@@ -348,6 +349,10 @@ def _dealt(t: Draft, e: ev.TilesDealt) -> None:
 def _completed(t: Draft, e: ev.HandCompleted) -> None:
     hd._completed(t.drafted(), e)
     t.tricks_total = tuple(a + b for a, b in zip(t.tricks_total, e.tricks_won, strict=True))
+    b = t.book
+    if b is not None and t.hand is not None and b.number == t.hand.number:
+        t.book = HandBook(b.number, b.dealer, b.flows, b.points, b.scores_before,
+                          b.status_before, b.winner_before, b.tied_before, e.tricks_won)
 
 
 def _seed_revealed(t: Draft, e: ev.SeedRevealed) -> None:
@@ -393,6 +398,8 @@ def _voided(t: Draft, e: ev.HandVoided) -> None:
                 seat = int(account.removeprefix("seat:"))
                 balances[seat] += sign * amount
     t.balances, t.scores = tuple(balances), e.totals
+    if book.tricks:  # the voided hand's tricks no longer count in seats[].tricks
+        t.tricks_total = tuple(a - b for a, b in zip(t.tricks_total, book.tricks, strict=True))
     t.dealer = book.dealer  # the voided deal does not count: the same dealer deals again
     if e.unwon:
         t.status, t.winner, t.tied = book.status_before, book.winner_before, book.tied_before
