@@ -53,6 +53,10 @@ def test_bench_api_prints_its_ratios_and_stops(pg_url: str) -> None:
     assert [RATIO.match(x).group(1) for x in lines[-3:]] == ["api_vs_bare", "api_p99_ms",
                                                               "api_p99_vs_bare"]
     assert all(" 0 errors" in x for x in lines if x.startswith(("api:", "bare:")))
+    cpu = [x for x in lines if x.startswith("info cpu_per_request ")]
+    assert [x.split()[2] for x in cpu] == ["api:", "bare:"], cpu
+    # this machine's /proc is readable: the servers and the database did some work
+    assert all(float(x.split("server ")[1].split(" ms")[0]) > 0 for x in cpu), cpu
     with psycopg.connect(pg_url) as conn:
         assert conn.execute("SELECT to_regclass(%s)", (api.BARE_TABLE,)).fetchone() == (None,)
     assert _schemas(pg_url, "loo_bench_api_%") == []  # both servers' scratch schema is dropped
