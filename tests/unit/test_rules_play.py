@@ -143,6 +143,7 @@ def test_s6_1_threshold_option_one():
             options={"lead_trump_threshold": 1})
     err = g.refuse(Play(1, T("6-6")))
     assert (err.code, err.rule) == ("must_lead_trump", "6.1")
+    assert "you hold 1 trump (fives)" in err.detail, err.detail  # not "1 trumps"
     assert legal_tiles(g, 1) == {"5-4"}
 
 

@@ -196,7 +196,8 @@ def check_lead(h: Hand, seat: int, t: Tile) -> None:
         return
     trumps = SUIT_NAMES[trump]
     if held >= h.opts.lead_trump_threshold:
-        raise violation("must_lead_trump", "6.1", f"you hold {held} trumps ({trumps}): "
+        held_ = f"{held} trump" if held == 1 else f"{held} trumps"
+        raise violation("must_lead_trump", "6.1", f"you hold {held_} ({trumps}): "
                         f"with {h.opts.lead_trump_threshold} or more you must lead a trump")
     if h.tricks and h.tricks[-1].winner == seat:
         raise violation("must_lead_trump", "6.2", f"you won the last trick and hold a trump "
