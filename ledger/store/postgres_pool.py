@@ -52,7 +52,8 @@ class StoreConnection(psycopg.Connection[Any]):
 
 def _check(conn: psycopg.Connection[Any]) -> None:
     """Before a connection is handed out: one whose server end has gone (a restart, a
-    terminated backend) raises, and the pool discards it and hands out another.
+    terminated backend) raises, and the lease gives it back closed and takes another
+    (_Lease._another).
 
     A backend that ends a connection sends why (a FATAL message) and closes it. Reading
     what has come in, twice and without waiting, meets that end: libpq takes the message
