@@ -70,10 +70,10 @@ import os
 import re
 import threading
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from contextlib import AbstractContextManager
-from functools import lru_cache
-from typing import Any
+from functools import lru_cache, wraps
+from typing import Any, TypeVar
 
 import psycopg
 import psycopg.sql
@@ -95,7 +95,13 @@ from ledger.store.base import (
 )
 from ledger.store.bulk import gc_paused
 from ledger.store.hashing import GENESIS, Sealed, canonical_json, json_scalar, positioned, seal
-from ledger.store.postgres_pool import POOL_TIMEOUT, Connections, StoreConnection, redact
+from ledger.store.postgres_pool import (
+    POOL_TIMEOUT,
+    ConnectionLost,
+    Connections,
+    StoreConnection,
+    redact,
+)
 from ledger.store.postgres_schema import MIGRATIONS
 
 log = logging.getLogger(__name__)
@@ -328,6 +334,28 @@ def _checked_params(table_id: str, expected_version: int, prev: str,
     if expected_version:
         params += (table_id, expected_version, prev)
     return params
+
+
+_Read = TypeVar("_Read", bound=Callable[..., Any])
+
+
+def _read_again(method: _Read) -> _Read:
+    """A read whose connection was lost under it (ConnectionLost: a restart, a terminated
+    backend, the instant between a backend's FATAL and its socket's close that no check
+    before the statement can see) is made once more, on a connection the pool hands out
+    after the server has been probed: reading changes nothing, so a second try cannot
+    harm, and the request gets its answer instead of a 503 while the server is up. Lost
+    again, or the server still out of reach: StoreUnavailable, a 503 as before."""
+
+    @wraps(method)
+    def read(self: PostgresStore, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except ConnectionLost:
+            self._connections.recover()
+            return method(self, *args, **kwargs)
+
+    return read  # type: ignore[return-value]
 
 
 class PostgresStore:
@@ -564,6 +592,7 @@ class PostgresStore:
                 notifier = self._notifier
         notifier.committed(last)
 
+    @_read_again
     def _head_hash(self, table_id: str, expected_version: int) -> str:
         """The hash of version `expected_version`, from the cache or one index probe."""
         if expected_version == 0:
@@ -616,6 +645,7 @@ class PostgresStore:
         return StoreError(f"append to {table_id} failed: {err}")
 
     # ---- reads ----------------------------------------------------------------------------
+    @_read_again
     def load(self, table_id: str, after_version: int = 0,
              up_to_version: int | None = None) -> list[StoredEvent]:
         up_to = _MAX_VERSION if up_to_version is None else up_to_version
@@ -626,6 +656,7 @@ class PostgresStore:
             self._remember_head(table_id, out[-1].version, out[-1].hash)
         return out
 
+    @_read_again
     def load_raw(self, table_id: str, after_version: int = 0,
                  up_to_version: int | None = None) -> list[RawEvent]:
         up_to = _MAX_VERSION if up_to_version is None else up_to_version
@@ -634,16 +665,19 @@ class PostgresStore:
             rows = conn.execute(_LOAD_RAW, (table_id, after_version, up_to)).fetchall()
             return [new(RawEvent, r) for r in rows]
 
+    @_read_again
     def version(self, table_id: str) -> int:
         with self._conn() as conn:
             row = conn.execute(_HEAD, (table_id,)).fetchone()
         return row[0] if row else 0
 
+    @_read_again
     def read_all(self, after_position: int = 0, limit: int = 1000) -> list[StoredEvent]:
         with self._conn() as conn:
             rows = conn.execute(_READ_ALL, (after_position, limit)).fetchall()
         return [StoredEvent(*r) for r in rows]
 
+    @_read_again
     def read_streams(self, table_ids: Collection[str], after_position: int = 0,
                      limit: int = 1000) -> list[StoredEvent]:
         with self._conn() as conn:
@@ -655,11 +689,13 @@ class PostgresStore:
                 rows = conn.execute(_STREAMS_FAR, (ids, after_position, limit)).fetchall()
         return [StoredEvent(*r) for r in rows]
 
+    @_read_again
     def last_position(self) -> int:
         with self._conn() as conn:
             row = conn.execute(_LAST_POSITION).fetchone()
         return int(row[0]) if row else 0
 
+    @_read_again
     def load_after_position(self, table_id: str, after_position: int,
                             limit: int = 1000) -> list[StoredEvent]:
         with self._conn() as conn:
@@ -668,6 +704,7 @@ class PostgresStore:
                                 (table_id, after_position, limit)).fetchall()
         return [StoredEvent(table_id, *r) for r in rows]
 
+    @_read_again
     def idempotent_result(self, table_id: str, key: str) -> IdempotentResult | None:
         with self._conn() as conn:
             row = conn.execute("SELECT key, request_hash, first_version, last_version "
@@ -675,6 +712,7 @@ class PostgresStore:
                                (table_id, key)).fetchone()
         return IdempotentResult(*row) if row else None
 
+    @_read_again
     def table_ids(self) -> list[str]:
         with self._conn() as conn:
             return [r[0] for r in conn.execute(_TABLE_IDS)]
@@ -683,6 +721,7 @@ class PostgresStore:
         with self._conn() as conn:
             conn.execute(_SAVE_CHECKPOINT, (table_id, version, canonical_json(data)))
 
+    @_read_again
     def checkpoints(self, table_id: str) -> list[dict[str, Any]]:
         with self._conn() as conn:
             rows = conn.execute("SELECT data FROM checkpoints WHERE table_id = %s"
@@ -697,18 +736,21 @@ class PostgresStore:
                 self._watch = _PgWatch(self.url, self._connect_kwargs)
             return self._watch
 
+    @_read_again
     def head_position(self) -> int:
         with self._conn() as conn:
             row = conn.execute("SELECT coalesce(max(position), 0) FROM events").fetchone()
         return row[0] if row else 0
 
     # ---- read models ----------------------------------------------------------------------
+    @_read_again
     def read_model_position(self, name: str) -> int:
         with self._conn() as conn:
             row = conn.execute("SELECT position FROM read_model_positions WHERE name = %s",
                                (name,)).fetchone()
         return row[0] if row else 0
 
+    @_read_again
     def read_model_rows(self, name: str, scope: str,
                         keys: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
         with self._conn() as conn:
@@ -768,6 +810,7 @@ class PostgresStore:
                 (position, attempt, retry_at, owner if until is not None else None, until,
                  webhook_id, owner)).rowcount == 1
 
+    @_read_again
     def webhook_cursor(self, webhook_id: str) -> dict[str, Any] | None:
         with self._conn() as conn:
             row = conn.execute(f"SELECT {_WEBHOOK_COLS} FROM webhook_cursors"
@@ -779,6 +822,7 @@ class PostgresStore:
             cur.executemany("INSERT INTO webhook_deliveries (webhook_id, data) VALUES (%s, %s)",
                             [(webhook_id, canonical_json(r)) for r in rows])
 
+    @_read_again
     def webhook_deliveries(self, webhook_id: str, offset: int, limit: int,
                            ) -> list[dict[str, Any]]:
         with self._conn() as conn:
@@ -787,6 +831,7 @@ class PostgresStore:
                                 (webhook_id, limit, offset)).fetchall()
         return [json.loads(r[0]) for r in rows]
 
+    @_read_again
     def server_secret(self) -> bytes:
         if self._secret is None:
             with self._conn() as conn:

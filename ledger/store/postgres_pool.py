@@ -30,6 +30,12 @@ POOL: type[psycopg_pool.ConnectionPool] = LifoConnectionPool
 _ORPHANS: list[object] = []
 
 
+class ConnectionLost(StoreUnavailable):
+    """The connection died under a statement (a restart, a terminated backend, a proxy that
+    dropped it): the server may well be up. A read meeting it is made once more
+    (PostgresStore's `_read_again`); an append asks the log whether it landed."""
+
+
 def redact(url: str) -> str:
     return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
 
@@ -120,12 +126,29 @@ class Connections:
             # instead of every request being refused for PROBE_EVERY.
             self._next_probe = self._down_since = time.monotonic()
 
-    def _while_down(self, probe: bool = False) -> None:
+    def _while_down(self, probe: bool = False, again: bool = False) -> None:
         """Refuse at once, except one request every PROBE_EVERY that tries the server (and
-        a readiness check, `probe`, which always tries it unless a try is under way)."""
+        a readiness check, `probe`, which always tries it unless a try is under way).
+
+        `again`: a read made once more after its connection was lost under it. It takes
+        the probe that is due (the loss made one due at once); when another thread is
+        already making it (every request thread that met the same restart), it waits up
+        to the pool timeout for that probe's verdict rather than being refused for the
+        other's try."""
         now = time.monotonic()
-        if (now < self._next_probe and not probe) \
-                or not self._probe_lock.acquire(blocking=False):
+        if again:
+            taken = self._probe_lock.acquire(timeout=self.pool_timeout)
+            if taken and self._down_since is None:  # another thread's probe found it up
+                self._probe_lock.release()
+                return
+            now = time.monotonic()
+            if taken and now < self._next_probe:  # another thread's probe just failed
+                self._probe_lock.release()
+                taken = False
+        else:
+            taken = (now >= self._next_probe or probe) \
+                and self._probe_lock.acquire(blocking=False)
+        if not taken:
             raise StoreUnavailable(f"PostgreSQL at {redact(self.url)} is down "
                                    f"({now - (self._down_since or now):.1f} s)")
         try:
@@ -142,6 +165,13 @@ class Connections:
             self._down_since = None
         finally:
             self._probe_lock.release()
+
+    def recover(self) -> None:
+        """After ConnectionLost, before the read is made again: while the loss marks the
+        server down, probe it now or wait for the probe under way (`_while_down`);
+        StoreUnavailable if it is still out of reach."""
+        if self._down_since is not None:
+            self._while_down(again=True)
 
     def get(self, probe: bool = False) -> _Lease:
         """A pooled connection for a `with` block; `probe` (readiness): while down, try the
@@ -229,7 +259,7 @@ class _Lease:
             # a plain DatabaseError (not an OperationalError); AdminShutdown, "server closed
             # the connection unexpectedly", "the connection is closed" all end here.
             self._owner._outage(" ".join(str(err).split())[:200])
-            mapped = StoreUnavailable(f"PostgreSQL at {redact(url)}: {err}")
+            mapped = ConnectionLost(f"PostgreSQL at {redact(url)}: {err}")
         elif isinstance(err, psycopg.OperationalError) or (
                 type(err) is psycopg.DatabaseError and err.sqlstate is None):
             # OperationalError: the server's trouble (shutting down, out of connections,

@@ -9,6 +9,7 @@ error libpq gives for a dead server is raised."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -135,3 +136,102 @@ def test_postgres_a_move_lost_before_its_statement_every_time_is_503_and_not_log
     monkeypatch.undo()
     events = club.get(t, path="/events").get_json()["events"]
     assert events[-1]["version"] == table["version"]
+
+
+# ---- reads -------------------------------------------------------------------------------
+def lose_reads(monkeypatch: pytest.MonkeyPatch, *, times: int = 1) -> list[str]:
+    """The next `times` SELECTs lose their connection before their answer comes: the socket
+    closed under the lease, as libpq meets a backend that sent its FATAL just before the
+    statement (the instant no check before a statement can see). Returns those hit."""
+    hit: list[str] = []
+    execute = StoreConnection.execute
+
+    def failing(self: StoreConnection, query: Any, params: Any = None, **kw: Any) -> Any:
+        text = query if isinstance(query, str) else str(query)
+        if len(hit) >= times or not text.lstrip().upper().startswith(("SELECT", "WITH")):
+            return execute(self, query, params, **kw)
+        hit.append(text)
+        self.pgconn.finish()
+        raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(StoreConnection, "execute", failing)
+    return hit
+
+
+READS = {
+    "load": lambda s, t: [e.version for e in s.load(t)],
+    "version": lambda s, t: s.version(t),
+    "read_all": lambda s, t: [e.version for e in s.read_all() if e.table_id == t],
+    "load_after_position": lambda s, t: [e.version for e in s.load_after_position(t, 0)],
+    "checkpoints": lambda s, t: s.checkpoints(t),
+    "idempotent_result": lambda s, t: s.idempotent_result(t, "k").last_version,
+}
+
+
+@pytest.mark.parametrize("read", sorted(READS))
+def test_postgres_a_read_whose_connection_was_lost_is_read_again(
+        postgres_backend: Backend, monkeypatch: pytest.MonkeyPatch, read: str) -> None:
+    store = postgres_backend.store
+    assert isinstance(store, PostgresStore)
+    t = f"table-{uuid.uuid4().hex}"
+    store.append(t, [NewEvent("note", None, {"n": 0})], 0)
+    store.append(t, [NewEvent("note", None, {"n": 1})], 1, idempotency_key="k",
+                 request_hash="h")
+    expected = READS[read](store, t)
+    hit = lose_reads(monkeypatch)
+    assert READS[read](store, t) == expected
+    assert len(hit) == 1, "the loss was not injected"
+    assert not store._connections.down  # the probe found the server and a fresh pool
+
+
+def test_postgres_a_read_lost_again_is_unavailable(
+        postgres_backend: Backend, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = postgres_backend.store
+    t = f"table-{uuid.uuid4().hex}"
+    store.append(t, [NewEvent("note", None, {"n": 0})], 0)
+    hit = lose_reads(monkeypatch, times=10)
+    with pytest.raises(StoreUnavailable):
+        store.load(t)
+    assert len(hit) == 2  # once more, not in a loop
+    monkeypatch.undo()
+    assert [e.version for e in store.load(t)] == [1]
+
+
+def test_postgres_a_read_lost_while_the_server_is_down_is_unavailable(
+        postgres_backend: Backend, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second try probes first: a server that cannot be reached is a 503 at once,
+    not a second statement on a dead pool."""
+    store = postgres_backend.store
+    assert isinstance(store, PostgresStore)
+    t = f"table-{uuid.uuid4().hex}"
+    store.append(t, [NewEvent("note", None, {"n": 0})], 0)
+    lose_reads(monkeypatch)
+
+    def refused(*_a: Any, **_k: Any) -> Any:
+        raise psycopg.OperationalError("connection refused")
+
+    monkeypatch.setattr("ledger.store.postgres_pool.psycopg.connect", refused)
+    with pytest.raises(StoreUnavailable, match="down"):
+        store.load(t)
+    assert store._connections.down
+    monkeypatch.undo()
+    deadline = time.monotonic() + 5
+    while True:  # back once the next probe (every PROBE_EVERY) finds the server
+        try:
+            assert [e.version for e in store.load(t)] == [1]
+            break
+        except StoreUnavailable:
+            assert time.monotonic() < deadline, "the store did not come back"
+            time.sleep(0.02)  # polling interval, not a wait for a result
+
+
+def test_postgres_a_table_read_whose_connection_was_lost_is_200_not_503(
+        pg_club: Club, monkeypatch: pytest.MonkeyPatch) -> None:
+    club = pg_club
+    t = club.create(variant="loo", first_dealer=0, deal="shuffled")
+    before = club.get(t, path="/events").get_json()["events"]
+    hit = lose_reads(monkeypatch)
+    r = club.get(t, path="/events")
+    assert hit
+    assert r.status_code == 200, r.get_json()
+    assert r.get_json()["events"] == before

@@ -162,3 +162,57 @@ def test_one_lost_connection_is_probed_by_the_next_request_not_refused_for_a_whi
     with pytest.raises(StoreUnavailable):
         conns.get()  # within PROBE_EVERY of that try: refused without trying
     assert len(tries) == 2
+
+
+def test_a_read_made_again_waits_for_the_probe_under_way_and_takes_its_verdict():
+    """Every request thread that met the same restart reads once more (ConnectionLost):
+    one probes, the others wait for its verdict (up to the pool timeout) instead of being
+    refused because a probe is under way; a verdict of "still down" refuses them at once."""
+    import os
+    import sys
+    import threading
+    import time
+
+    from ledger.store.postgres_pool import ConnectionLost
+
+    pool = FakePool()
+    conns = owner(pool)
+    conns._probe_lock, conns._kwargs, conns._pid = threading.Lock(), {}, os.getpid()
+    with pytest.raises(ConnectionLost), _Lease(conns, pool) as conn:
+        conn.closed = True
+        raise psycopg.OperationalError("server closed the connection unexpectedly")
+    assert conns.down
+
+    def waiting_for_the_probe(thread: threading.Thread) -> None:
+        deadline = time.monotonic() + 5
+        while sys._current_frames().get(thread.ident or 0, None) is None \
+                or sys._current_frames()[thread.ident or 0].f_code.co_name != "_while_down":
+            assert time.monotonic() < deadline, "the read did not wait for the probe"
+            time.sleep(0.005)  # polling interval
+
+    for verdict_up in (True, False):
+        conns._outage("lost")
+        conns._down_since = conns._next_probe = time.monotonic()
+        outcome: list[object] = []
+
+        def again(outcome: list[object] = outcome) -> None:
+            try:
+                conns.recover()
+                outcome.append("read")
+            except StoreUnavailable as err:
+                outcome.append(err)
+
+        conns._probe_lock.acquire()  # another thread's probe, under way
+        t = threading.Thread(target=again)
+        t.start()
+        waiting_for_the_probe(t)
+        if verdict_up:
+            conns._down_since = None
+        else:
+            conns._next_probe = time.monotonic() + 0.5  # it tried, and failed
+        conns._probe_lock.release()
+        t.join(5)
+        if verdict_up:
+            assert outcome == ["read"]
+        else:
+            assert len(outcome) == 1 and isinstance(outcome[0], StoreUnavailable)
