@@ -28,13 +28,18 @@ def hint(p: Projection, seat: int, table_id: str | None = None) -> dict[str, Any
     version is answered from a small per-process cache (it would be the same answer: the
     guesses are seeded by the table version and seat).
 
-    403 `hints_off` without options.hints; 422 `not_your_turn` when the seat is not to act.
+    403 `hints_off` without options.hints; 422 `table_closed` / `table_finished` when the
+    table takes no more moves (as an action would be refused); 422 `not_your_turn` when the
+    seat is not to act.
     The expert sees the seat view (its own tiles and what is public) and nothing else, and
     the answer names only the seat's own tiles and expected results.
     """
     t = p.table
     if not t.opts.hints:
         raise Forbidden("hints_off", "this table was created without options.hints: true")
+    if t.status != "playing":  # a closed table's abandoned hand still names a turn
+        raise Invalid(f"table_{t.status}", f"the table is {t.status}: it takes no more moves, "
+                      "so there is nothing to hint")
     h = t.hand
     legal = legal_actions(h, seat) if h is not None and t.live else []
     if not legal:

@@ -70,6 +70,17 @@ def test_hint_refusals(club: Club):
                             headers=club.auth(t.seats[seat])), 404)
 
 
+def test_no_hint_at_a_closed_table_whose_abandoned_hand_still_names_a_turn(club: Club):
+    # API.md: the hint is "the expert's action for that seat now"; a closed table takes none
+    # (an action is 422 table_closed), so the hint must not offer one.
+    t = _hinted(club)
+    seat = _to_act(club, t)
+    assert club.get(t, t.seats[seat], "/hint").status_code == 200
+    assert club.post(t, "/close", {}).status_code == 200
+    assert club.view(t, t.seats[seat])["legal_actions"] == []
+    club.problem(club.get(t, t.seats[seat], "/hint"), 422, "table_closed")
+
+
 @pytest.mark.parametrize(("options", "field"), [
     ({"hints": "yes"}, "hints"), ({"hints": 1}, "hints"), ({"turn_seconds": 4}, "turn_seconds"),
     ({"turn_seconds": 3601}, "turn_seconds"), ({"turn_seconds": "60"}, "turn_seconds")])
