@@ -272,23 +272,26 @@ def verify_document(doc: Any, key: Any = None) -> Verified:
 
 def documents(stream: IO[bytes]) -> Iterator[tuple[int, Any]]:
     """(line number, parsed JSON) for an NDJSON stream or one (pretty-printed) file."""
+    n = 1
     first = stream.readline(MAX_LINE + 1)
-    if not first.strip():
+    while first and not first.strip():  # blank lines before the first file, as between files
+        n += 1
+        first = stream.readline(MAX_LINE + 1)
+    if not first:
         raise VerifyError("line 1: empty input: a loo-hh file or NDJSON is expected")
     try:
-        yield 1, orjson.loads(first)
+        yield n, orjson.loads(first)
     except orjson.JSONDecodeError:
         rest = stream.read(MAX_LINE)
         try:
             whole = orjson.loads(first + rest)
         except orjson.JSONDecodeError as err:
-            raise NotJson(f"line 1: not JSON ({str(err)[:120]})") from None
+            raise NotJson(f"line {n}: not JSON ({str(err)[:120]})") from None
         if isinstance(whole, list):
-            yield from ((1, d) for d in whole)
+            yield from ((n, d) for d in whole)
         else:
-            yield 1, whole
+            yield n, whole
         return
-    n = 1
     for line in iter(lambda: stream.readline(MAX_LINE + 1), b""):
         n += 1
         if len(line) > MAX_LINE:

@@ -152,6 +152,25 @@ def test_ndjson_stream_names_the_line_and_junk_is_refused_at_once():
         list(verify_stream(documents(junk)))
 
 
+def test_blank_lines_before_the_first_file_are_skipped_like_those_between_files():
+    # NDJSON readers skip blank lines; a stream that starts with one is not "empty input",
+    # and the line numbers in a failure still count the blank lines.
+    led, tid = play("loo", "pool", 3, "recorded", seed=9, hands=2)
+    docs = export(led, tid)
+    text = b"\n\r\n" + b"".join(json.dumps(d).encode() + b"\n\n" for d in docs)
+    assert [line for line, _ in documents(io.BytesIO(text))] == [3, 5]
+    assert len(list(verify_stream(documents(io.BytesIO(text))))) == len(docs)
+    broken = b"\n\n" + json.dumps(_mutated(docs[0], "broken_hash")).encode() + b"\n"
+    with pytest.raises(VerifyError, match="line 3: hash chain"):
+        list(verify_stream(documents(io.BytesIO(broken))))
+    pretty = b"\n" + json.dumps(docs[0], indent=2).encode()
+    assert len(list(verify_stream(documents(io.BytesIO(pretty))))) == 1
+    with pytest.raises(VerifyError, match="line 1: empty input"):
+        list(documents(io.BytesIO(b"\n \n\t\n")))
+    with pytest.raises(VerifyError, match="line 2: not JSON"):
+        list(documents(io.BytesIO(b"\n{oops\n")))
+
+
 def test_loo_verify_reads_a_file_or_stdin_offline_and_exits_1_naming_the_failure(tmp_path):
     from click.testing import CliRunner
 
