@@ -77,6 +77,20 @@ def request_arrived(buf: bytes | bytearray) -> bool:
 _SSE_ACCEPT = re.compile(rb"\r\naccept[ \t]*:[^\r\n]*text/event-stream", re.IGNORECASE)
 
 
+def body_left_unread(environ: dict[str, Any]) -> bool:
+    """Whether the app answered without reading the whole request body (gunicorn's Body:
+    a Content-Length reader counts what is left, a chunked one drops its parser at the end)."""
+    reader = getattr(environ.get("wsgi.input"), "reader", None)
+    if reader is None:
+        return False
+    left = getattr(reader, "length", None)
+    if isinstance(left, int):
+        return left > 0
+    if hasattr(reader, "finished"):
+        return not reader.finished
+    return getattr(reader, "parser", None) is not None
+
+
 def asks_for_stream(buf: bytes) -> bool:
     """Whether a request's head accepts text/event-stream (a feed answers it as a stream)."""
     end = buf.find(b"\r\n\r\n")
@@ -330,14 +344,18 @@ class BalancedThreadWorker(ThreadWorker):  # type: ignore[misc]
     def load_wsgi(self) -> None:
         """The app, wrapped so that an answer with `Connection: close` (a 413 whose body was
         never read) closes the connection: gunicorn drops the app's hop-by-hop headers and
-        would keep it alive, draining gigabytes the client announced."""
+        would keep it alive, draining gigabytes the client announced. So does an answer given
+        before the body was read (401, 403, 404, 415, 429): gunicorn drains at most 64 KiB of
+        it after the answer and otherwise closes a connection it had just called keep-alive,
+        and the client's next request on it fails; the answer says `Connection: close`."""
         super().load_wsgi()
         freeze_loaded_objects()
         app = self.wsgi
 
         def closing(environ: dict[str, Any], start_response: Any) -> Any:
             def start(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
-                if any(k.lower() == "connection" and v.lower() == "close" for k, v in headers):
+                if any(k.lower() == "connection" and v.lower() == "close" for k, v in headers) \
+                        or body_left_unread(environ):
                     response = getattr(start_response, "__self__", None)  # gunicorn's Response
                     if response is not None:
                         response.force_close()

@@ -211,6 +211,40 @@ def test_a_body_over_the_cap_is_413_at_once_and_the_connection_closes(
         assert status in (200, 404, 405)  # whatever the listing says, nothing was created
 
 
+def test_an_answer_given_before_the_body_was_read_never_says_keep_alive_and_then_closes(
+        tmp_path: Path) -> None:
+    # A keep-alive client (a club's connection pool) sends its next request on the same
+    # connection when the answer says keep-alive; the server must then serve it. gunicorn
+    # drains at most 64 KiB of a body the app did not read and closed the connection after
+    # answering "Connection: keep-alive", so the next request failed (RemoteDisconnected).
+    import http.client
+
+    with serving(cwd=tmp_path) as url:
+        port = int(url.rsplit(":", 1)[1])
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        big = b'{"name": "' + b"x" * 200_000 + b'"}'
+        cases = [("/v1/clubs/nosuchclub/members", "application/json", 404),
+                 ("/v1/clubs/nosuchclub/tables/import", "application/x-ndjson", 404),
+                 ("/v1/tables", "text/plain", 415)]
+        for path, ctype, status in cases:
+            for body in (big, big[:1000]):
+                conn.request("POST", path, body=body, headers={"Content-Type": ctype})
+                r = conn.getresponse()
+                r.read()
+                assert r.status == status, (path, r.status)
+                # either the connection goes on or the answer said it would not
+                conn.request("GET", "/healthz")
+                again = conn.getresponse()
+                assert (again.status, json.loads(again.read())) == (200, {"status": "ok"})
+        # a body the app read keeps the connection alive as before
+        conn.request("POST", "/v1/clubs", body=b'{"name": 5}',
+                     headers={"Content-Type": "application/json"})
+        r = conn.getresponse()
+        r.read()
+        assert r.status == 422 and r.getheader("Connection") == "keep-alive"
+        conn.close()
+
+
 # ---- slow clients: a trickled request never holds a request thread --------------------------
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_fifty_trickling_clients_neither_hold_the_server_nor_stay_connected(
