@@ -582,7 +582,8 @@ class StandingsResource(MethodView):
 class ClubHistoryResource(MethodView):
     @blp.doc(parameters=lists.params(
         {"season": lists.TEXT, "since": lists.DATE, "until": lists.DATE}, lists.WHOLE))
-    @blp.response(200, description="One loo-hh 1.0 file per line, streamed",
+    @blp.response(200, {"type": "string", "description": "NDJSON: one loo-hh 1.0 file a line"},
+                  description="One loo-hh 1.0 file per line, streamed",
                   content_type="application/x-ndjson")
     def get(self, club_id: str) -> Any:
         """Every complete hand of the club's tables as NDJSON (one loo-hh file a line), table

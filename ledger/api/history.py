@@ -51,8 +51,9 @@ class HandHistory(MethodView):
 
 @blp.route("/<table_id>/history")
 class TableHistory(MethodView):
-    @blp.response(200, description="One loo-hh 1.0 file per line, every complete hand in "
-                  "order, streamed", content_type=NDJSON)
+    @blp.response(200, {"type": "string", "description": "NDJSON: one loo-hh 1.0 file a line"},
+                  description="One loo-hh 1.0 file per line, every complete hand in order, "
+                  "streamed", content_type=NDJSON)
     def get(self, table_id: str) -> Any:
         """Every complete hand of the table as NDJSON (one loo-hh file a line), streamed."""
         lists.query({}, lists.WHOLE)

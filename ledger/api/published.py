@@ -41,7 +41,9 @@ class CheckpointKey(MethodView):
 
 @blp.route("/schemas/loo-hh-1.0.json")
 class HandHistorySchema(MethodView):
-    @blp.response(200, description="The loo-hh 1.0 JSON Schema (draft 2020-12)")
+    @blp.response(200, {"type": "object", "description": "A JSON Schema (draft 2020-12)"},
+                  description="The loo-hh 1.0 JSON Schema (draft 2020-12)",
+                  content_type="application/schema+json")
     def get(self) -> Any:
         """The JSON Schema of a loo-hh 1.0 hand-history file."""
         return Response(schema_text(), mimetype="application/schema+json")

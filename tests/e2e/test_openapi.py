@@ -89,3 +89,16 @@ def test_declared_bots_are_the_policies(club: Club):
 
     seat = club.c.get("/openapi.json").get_json()["components"]["schemas"]["SeatIn"]
     assert set(seat["properties"]["bot"]["enum"]) == {*POLICIES, None}
+
+
+def test_the_history_and_schema_answers_declare_their_media_types(club: Club):
+    # API.md "Hand history": the NDJSON streams are application/x-ndjson and the schema is
+    # served as JSON Schema; a client generated from the spec learns both from it.
+    client = club.c
+    spec = client.get("/openapi.json").get_json()["paths"]
+    for path in ("/v1/tables/{table_id}/history", "/v1/clubs/{club_id}/history"):
+        assert list(spec[path]["get"]["responses"]["200"]["content"]) == ["application/x-ndjson"]
+    content = spec["/v1/schemas/loo-hh-1.0.json"]["get"]["responses"]["200"]["content"]
+    assert list(content) == ["application/schema+json"]
+    r = client.get("/v1/schemas/loo-hh-1.0.json")
+    assert r.status_code == 200 and r.mimetype == "application/schema+json"
