@@ -111,13 +111,15 @@ class Events(MethodView):
         viewer = viewer_for(p)
         if feeds.wants_sse():
             source = TableSource(led, table_id, viewer)
-            if viewer.spectator:  # revocable: the stream ends when it is revoked
+            token = request.headers.get("Authorization", "").partition(" ")[2].strip()
+            if not _own_token(p.table.tokens or {}, token):
+                # A spectator's or a club's token (a club owner or scorer reads as the admin):
+                # revocable, so the stream ends when it is revoked.
                 from ledger.api.clubs import clubs
 
-                token = request.headers.get("Authorization", "").partition(" ")[2].strip()
                 the_clubs = clubs()  # the generator runs outside the app context
-                source.still_allowed = lambda: _still_spectator(  # type: ignore[attr-defined]
-                    led, the_clubs, table_id, token)
+                source.still_allowed = lambda: _still_opens(  # type: ignore[attr-defined]
+                    led, the_clubs, table_id, token, viewer)
             return feeds.stream(led, source, feeds.start_position(query["after"]))
         after, limit = query["after"], query["limit"]
         # Only events of the state `p` (redaction follows it, and a hand dealt since must not
@@ -130,15 +132,22 @@ class Events(MethodView):
                 "next": stored[-1].version if stored else after}
 
 
-def _still_spectator(led: Any, the_clubs: Any, table_id: str, token: str) -> bool:
-    """A spectator's token (or its club's viewer token) still opens the table."""
+def _own_token(tokens: dict[str, Any], token: str) -> bool:
+    """The table's admin or one of its seat tokens (never revoked)."""
+    digest = token_hash(token)
+    return digest == tokens.get("admin") or digest in tokens.get("seats", [])
+
+
+def _still_opens(led: Any, the_clubs: Any, table_id: str, token: str, viewer: Viewer) -> bool:
+    """A spectator's token, or a club's token, still opens the table as `viewer` saw it."""
     t = led.load(table_id).table
     digest = token_hash(token)
     if any(h == digest for _, h in t.spectators):
         return True
     if t.club is None:
         return False
-    return the_clubs.role_of(the_clubs.load(t.club).club, token) is not None
+    role = the_clubs.role_of(the_clubs.load(t.club).club, token)
+    return role in ("owner", "scorer") if viewer.admin else role is not None
 
 
 @blp.route("/<table_id>/ledger")

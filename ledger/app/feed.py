@@ -493,6 +493,12 @@ def follow(source: Source, hub: Hub, after: int, config: FeedConfig,
             events, more = source.catch_up(last)
             if not more:
                 caught_up = True
+                # A table's catch-up reads only its own events, so a revocation committed
+                # meanwhile (in its club's stream) is not among them: look once here.
+                check = getattr(source, "still_allowed", None)
+                if check is not None and not check():
+                    yield b": the token was revoked\n\n"
+                    return
         else:
             got = hub.wait(last, timeout=max(0.0, min(quiet_until, end) - now))
             if got is None:  # behind what the hub holds: read the store again

@@ -295,3 +295,30 @@ def test_a_stream_ends_when_its_token_is_revoked(tmp_path: Path) -> None:
             assert seen[-1].comment == "the token was revoked"
             assert all(f.event not in ("token_revoked", "spectator_revoked") for f in seen)
             conn.close()
+
+
+def test_a_table_stream_ends_when_the_club_token_reading_it_is_revoked(
+        db_url: str, tmp_path: Path) -> None:
+    """A club owner's or scorer's token reads a club table as its admin (every hidden tile):
+    revoking it ends its table streams at once, as it does a viewer's or a spectator's."""
+    with serving(cwd=tmp_path, DATABASE_URL=db_url, LOO_RATE_LIMITS="off",
+                 LOO_SSE_KEEPALIVE="0.3", LOO_SSE_MAX_SECONDS="4") as base:
+        club = new_club(base)
+        table = new_table(base, club)
+        url = f"{base}/v1/tables/{table['id']}/events"
+        for role in ("scorer", "owner", "viewer"):
+            status, _, token = call(base, "POST", f"/v1/clubs/{club[0]}/tokens", club[1],
+                                    {"role": role, "label": role})
+            assert status == 201, token
+            head = json_feed(base, f"/v1/tables/{table['id']}/events",
+                             table["admin_token"])[-1]["position"]
+            conn, resp = open_stream(url, token["token"], str(head), timeout=10)
+            resp.readline()  # started
+            status, _, _ = call(base, "DELETE", f"/v1/clubs/{club[0]}/tokens/{token['id']}",
+                                club[1])
+            assert status == 204
+            play(base, table, 3)  # what the revoked token must no longer see
+            seen = list(frames(resp))  # ends (the server closes it)
+            conn.close()
+            assert seen[-1].comment == "the token was revoked", (role, seen[-3:])
+            assert [f.event for f in seen if f.comment is None] == [], role

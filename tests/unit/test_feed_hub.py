@@ -171,3 +171,31 @@ def test_the_hub_renders_a_followed_scopes_frames_before_it_wakes_the_streams() 
     mine = [s for s in got if s.table_id == "a"]
     assert hub.frames("scope", mine, refuse) == b"".join(b"f%d\n" % s.position for s in mine)
     assert renderers and set(renderers) == {"loo-feed-hub"}
+
+
+class OneTable(Everything):
+    """A table's source: its catch-up reads only its own events, and its token is revoked
+    by an event of another stream (its club's)."""
+
+    def catch_up(self, after: int) -> tuple[list[StoredEvent], bool]:
+        found = [s for s in self.store.read_all(after, 1000) if s.table_id == "a"]
+        return found, False
+
+    def still_allowed(self) -> bool:
+        return not any(s.type == "token_revoked" for s in self.store.read_all(0, 1000))
+
+
+def test_a_revocation_outside_the_tables_stream_ends_it_after_its_catch_up() -> None:
+    """Committed before the hub's window (here: before the hub started), the revocation is
+    in no batch the stream sees live, and the table's catch-up reads only the table: the
+    stream asks once it has caught up, and ends before sending what the token may not see."""
+    store = MemoryStore()
+    _writer(store, 6)
+    store.append("club", [NewEvent("token_revoked", None, {"id": "tok_1"})], 0)
+    hub = Hub(store, poll=0.005)
+    hub.subscribe()
+    config = FeedConfig(keepalive=0.05, max_seconds=1.0, max_streams=1, poll=0.005)
+    body = b"".join(follow(OneTable(store), hub, 0, config, lambda d: json.dumps(d).encode()))
+    hub.unsubscribe()
+    assert b"id: " not in body
+    assert body.endswith(b": the token was revoked\n\n")
