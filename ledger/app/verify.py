@@ -304,10 +304,133 @@ def documents(stream: IO[bytes]) -> Iterator[tuple[int, Any]]:
             raise NotJson(f"line {n}: not JSON ({str(err)[:120]})") from None
 
 
+class _Link:
+    """What a stream has shown of one table so far, so that its next hand is checked to
+    follow: the last hand's number, the head of the table's log as far as the files reach
+    (version and hash), the chips and points there, and the hand_voided events seen ahead
+    of the head (a hand voided back to carries its void, which the log holds after later
+    hands: they join the chain where their version falls)."""
+
+    __slots__ = ("number", "version", "hash", "pool", "balances", "scores", "ahead", "voided",
+                 "from_start")
+
+    def __init__(self, doc: dict[str, Any]) -> None:
+        # The stream holds the table from its first hand, so every void is in it.
+        self.from_start = doc["hand"]["number"] == 1
+        self.voided = False
+        self.number = self.version = self.pool = 0
+        self.hash = ""
+        self.balances: tuple[int, ...] = ()
+        self.scores: tuple[int, ...] = ()
+        self.ahead: dict[int, dict[str, Any]] = {}
+
+    def after(self, doc: dict[str, Any], events: list[dict[str, Any]]) -> None:
+        """Move the head past `events` (the file's own run, its late void aside)."""
+        level = [e for e in (ev.from_data(x["type"], x["data"]) for x in events)
+                 if type(e) in tb.EVOLVE]
+        t = tb.replay(level, before_state(doc))
+        self.number, self.version, self.hash = (doc["hand"]["number"], events[-1]["version"],
+                                                events[-1]["hash"])
+        self.voided = bool(doc["hand"].get("voided"))
+        self.pool, self.balances, self.scores = t.pool, t.balances, t.scores
+
+    def absorb(self) -> None:
+        """Take in the voids held ahead that the head has reached."""
+        while (e := self.ahead.pop(self.version + 1, None)) is not None:
+            if e["prev_hash"] != self.hash:
+                raise VerifyError(f"hash chain: version {e['version']} (hand {e['hand']}'s "
+                                  "hand_voided): prev_hash does not match the hash of the "
+                                  "event before it")
+            void = ev.from_data(e["type"], e["data"])
+            assert isinstance(void, ev.HandVoided)
+            balances = list(self.balances)
+            for src, dst, amount in void.transfers:
+                for account, sign in ((src, -1), (dst, 1)):
+                    if account == "pool":
+                        self.pool += sign * amount
+                    else:
+                        balances[int(account.removeprefix("seat:"))] += sign * amount
+            self.balances, self.scores = tuple(balances), void.totals
+            self.version, self.hash = e["version"], e["hash"]
+
+
+def _own_run(doc: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """The file's events in one run of versions, and its late hand_voided if it has one."""
+    events = doc["events"]
+    if len(events) > 1 and events[-1]["version"] != events[-2]["version"] + 1:
+        return events[:-1], events[-1]  # _chain allows only that gap
+    return events, None
+
+
+def _follows(link: _Link, doc: dict[str, Any]) -> None:
+    """A table's next file in a stream: a later hand, whose first event comes next in the
+    table's log (no hand left out, repeated or moved) and whose `before` is the table as the
+    hands before it left it."""
+    number = doc["hand"]["number"]
+    if number <= link.number:
+        raise VerifyError(f"hand {number} of table {doc['table']['id']} comes after hand "
+                          f"{link.number}: a table's hands must come in order, each once")
+    run, late = _own_run(doc)
+    link.absorb()
+    first = run[0]
+    clash = [v for v in link.ahead if first["version"] <= v <= run[-1]["version"]]
+    if clash:
+        raise VerifyError(f"hand {number}: version {clash[0]} is also an earlier hand's "
+                          "hand_voided")
+    if first["version"] <= link.version:
+        raise VerifyError(f"hand {number}: its events (from version {first['version']}) "
+                          f"repeat versions the hands before it hold (up to {link.version})")
+    if first["version"] != link.version + 1:
+        if not link.from_start and link.voided and number == link.number + 1:
+            # The voids of hands before the stream's first (voided back to, after the
+            # voided hand before this one) lie between, in files the stream does not hold:
+            # the chain and the chips pick up again from this hand.
+            link.after(doc, run)
+            if late is not None:
+                link.ahead[late["version"]] = late
+            return
+        raise VerifyError(f"hand {number}: versions {link.version + 1} to "
+                          f"{first['version'] - 1} of table {doc['table']['id']} are missing "
+                          f"between hand {link.number} and it (a hand left out?)")
+    if first["prev_hash"] != link.hash:
+        raise VerifyError(f"hash chain: hand {number} does not follow hand {link.number}: "
+                          f"version {first['version']}'s prev_hash is not the hash of "
+                          f"version {link.version}")
+    before = doc["hand"].get("before") or {}
+    players = len(link.balances)
+    claimed = (int(before.get("pool", 0)),
+               tuple(int(before.get("balances", {}).get(str(s), 0)) for s in range(players)),
+               tuple(int(before.get("scores", {}).get(str(s), 0)) for s in range(players)))
+    if claimed != (link.pool, link.balances, link.scores):
+        raise VerifyError(f"hand {number}: hand.before (pool {claimed[0]}, balances "
+                          f"{list(claimed[1])}, scores {list(claimed[2])}) is not the table "
+                          f"the hands before it left (pool {link.pool}, balances "
+                          f"{list(link.balances)}, scores {list(link.scores)})")
+    link.after(doc, run)
+    if late is not None:
+        link.ahead[late["version"]] = late
+
+
 def verify_stream(docs: Iterable[tuple[int, Any]], key: Any = None) -> Iterator[Verified]:
-    """Verify each document; the first failure raises VerifyError naming its line."""
+    """Verify each document; the first failure raises VerifyError naming its line.
+
+    Files of the same table are also checked to follow each other (`_follows`): a stream
+    with a hand left out, repeated or moved, or a `before` edited to match no earlier hand,
+    fails though each file is sound alone. A table's first file in the stream starts its
+    chain wherever it stands (a club's export from a date on)."""
+    links: dict[str, _Link] = {}
     for line, doc in docs:
         try:
-            yield verify_document(doc, key)
+            done = verify_document(doc, key)
+            link = links.get(done.table)
+            if link is None:
+                link = links[done.table] = _Link(doc)
+                run, late = _own_run(doc)
+                link.after(doc, run)
+                if late is not None:
+                    link.ahead[late["version"]] = late
+            else:
+                _follows(link, doc)
         except VerifyError as err:
             raise VerifyError(f"line {line}: {err}") from None
+        yield done

@@ -24,6 +24,7 @@ from ledger.app.verify import VerifyError, documents, verify_document, verify_st
 from ledger.core import commands as c
 from ledger.core.rules.deal import deal, shuffle
 from ledger.core.rules.legal import legal_actions
+from ledger.store.hashing import event_hash
 from ledger.store.memory import MemoryStore
 
 # (variant, scoring, players, deal mode)
@@ -363,3 +364,80 @@ def test_the_export_writes_the_same_bytes_as_before(case):
                                       t["checkpoints"]))
     assert len(lines) == t["hands"]
     assert hashlib.sha256(b"".join(lines)).hexdigest() == t["sha256"]
+
+
+# ---- a stream's files of one table follow each other -------------------------------------
+def _stream(docs: list[dict[str, Any]]) -> io.BytesIO:
+    return io.BytesIO(b"".join(orjson.dumps(d) + b"\n" for d in docs))
+
+
+def _voided_back(seed: int) -> tuple[Ledger, str]:
+    """A results table: hands 1-2, then 2 and 1 voided (back to 1), then hands 3-5, 5
+    voided: hand 1's hand_voided lies after hand 2's in the log (its file carries it)."""
+    led, tid = play("loo", "pool", 4, "results", seed=seed, hands=2)
+    for number in (2, 1):
+        led.execute(tid, c.VoidHand(number=number, reason="typo"))
+    rng = random.Random(seed)
+    for _ in range(3):
+        tricks = [0] * 4
+        for _k in range(5):
+            tricks[rng.randrange(4)] += 1
+        led.execute(tid, c.StartHand(result={"decisions": {str(s): "play" for s in range(4)},
+                                             "tricks": {str(s): k for s, k in enumerate(tricks)}}))
+    led.execute(tid, c.VoidHand(number=5, reason="typo"))
+    return led, tid
+
+
+@pytest.mark.parametrize("game", GAMES[:3], ids=["-".join(map(str, g)) for g in GAMES[:3]])
+def test_a_stream_with_a_hand_left_out_repeated_or_moved_is_refused(game):
+    """Each file is sound on its own; the stream is not: the files of a table must follow
+    each other in its log (helper audit: such streams verified OK before)."""
+    led, tid = play(*game, seed=5, hands=4)
+    docs = export(led, tid)
+    assert len(docs) >= 3
+    assert len(list(verify_stream(documents(_stream(docs))))) == len(docs)
+    left_out = [docs[0], *docs[2:]]
+    with pytest.raises(VerifyError, match=r"line 2: hand 3: versions \d+ to \d+ of table "
+                                          r".* are missing between hand 1 and it"):
+        list(verify_stream(documents(_stream(left_out))))
+    with pytest.raises(VerifyError, match="line 3: hand 2 of table .* comes after hand 2"):
+        list(verify_stream(documents(_stream([docs[0], docs[1], docs[1], *docs[2:]]))))
+    with pytest.raises(VerifyError, match="line 2: hand 3: versions .* are missing"):
+        list(verify_stream(documents(_stream([docs[0], docs[2], docs[1], *docs[3:]]))))
+    with pytest.raises(VerifyError, match="line 2: hand 1 of table .* comes after hand 2"):
+        list(verify_stream(documents(_stream([docs[1], docs[0], *docs[2:]]))))
+
+
+def test_a_stream_from_any_hand_to_any_later_one_verifies_voids_included():
+    """What a club's export from a date to a date gives: any run of a table's hands, the
+    hands voided back to included (their voids are in files the run may not hold)."""
+    led, tid = _voided_back(seed=3)
+    docs = export(led, tid)
+    assert [d["hand"]["number"] for d in docs] == [1, 2, 3, 4, 5]
+    assert [d["hand"]["voided"] for d in docs] == [True, True, False, False, True]
+    for i in range(len(docs)):
+        for j in range(i + 1, len(docs) + 1):
+            assert len(list(verify_stream(documents(_stream(docs[i:j]))))) == j - i
+
+
+def test_a_void_held_back_must_fill_its_place_in_the_chain():
+    """Hand 1's late hand_voided joins the chain after hand 2's: edited, the stream fails
+    at the hand after it, where the chain reaches it; hands of two tables interleave."""
+    led, tid = _voided_back(seed=4)
+    docs = export(led, tid)
+    other, oid = play("loo", "pool", 3, "recorded", seed=2, hands=2)
+    mixed = [docs[0], *export(other, oid)[:1], docs[1], *export(other, oid)[1:], *docs[2:]]
+    assert len(list(verify_stream(documents(_stream(mixed))))) == len(mixed)
+    # A forger who rewrites the late void onto another chain and recomputes its hash: its
+    # own file still verifies; the stream does not, where the void's version falls.
+    forged = copy.deepcopy(docs)
+    void = forged[0]["events"][-1]
+    assert void["type"] == "hand_voided"
+    assert void["version"] > forged[0]["events"][-2]["version"] + 1  # after hand 2's
+    void["prev_hash"] = "1" * 64
+    void["hash"] = event_hash(void["prev_hash"], tid, void["version"], void["type"],
+                              void["hand"], void["data"], void["causation"], void["recorded_at"])
+    verify_document(json.loads(json.dumps(forged[0])))
+    with pytest.raises(VerifyError, match=r"line 3: hash chain: version \d+ \(hand 1's "
+                                          r"hand_voided\): prev_hash does not match"):
+        list(verify_stream(documents(_stream(forged))))
