@@ -280,7 +280,7 @@ def documents(stream: IO[bytes]) -> Iterator[tuple[int, Any]]:
     if not first:
         raise VerifyError("line 1: empty input: a loo-hh file or NDJSON is expected")
     try:
-        yield n, orjson.loads(first)
+        parsed = orjson.loads(first)
     except orjson.JSONDecodeError:
         rest = stream.read(MAX_LINE)
         try:
@@ -292,6 +292,11 @@ def documents(stream: IO[bytes]) -> Iterator[tuple[int, Any]]:
         else:
             yield n, whole
         return
+    # A JSON array of files is read as its files, on one line as when spread over several.
+    if isinstance(parsed, list):
+        yield from ((n, d) for d in parsed)
+    else:
+        yield n, parsed
     for line in iter(lambda: stream.readline(MAX_LINE + 1), b""):
         n += 1
         if len(line) > MAX_LINE:

@@ -441,3 +441,16 @@ def test_a_void_held_back_must_fill_its_place_in_the_chain():
     with pytest.raises(VerifyError, match=r"line 3: hash chain: version \d+ \(hand 1's "
                                           r"hand_voided\): prev_hash does not match"):
         list(verify_stream(documents(_stream(forged))))
+
+
+def test_a_json_array_of_files_is_read_alike_on_one_line_or_several():
+    """The array was read as its files only when spread over several lines; on one line it
+    was one document, refused as "a JSON object is expected" (history audit)."""
+    led, tid = play("loo", "pool", 3, "recorded", seed=11, hands=2)
+    docs = export(led, tid)
+    one_line = orjson.dumps(docs)
+    several = json.dumps(docs, indent=1).encode()
+    assert b"\n" not in one_line and b"\n" in several
+    for text in (one_line, several):
+        got = list(verify_stream(documents(io.BytesIO(text))))
+        assert [v.number for v in got] == [d["hand"]["number"] for d in docs]
