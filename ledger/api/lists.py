@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -81,18 +82,32 @@ def query(filters: dict[str, Filter], paging: tuple[str, ...] = PAGED,
     if cursor is not None:
         try:
             decoded = base64.urlsafe_b64decode(cursor.encode() + b"==").decode()
-            if not decoded.startswith("o:") or not digits(decoded[2:]):
+            kind, number, *tag = decoded.split(":")
+            if kind != "o" or not digits(number) or len(tag) > 1:
                 raise ValueError(cursor)
-            offset = int(decoded[2:])
+            offset = int(number)
         except (ValueError, binascii.Error, UnicodeDecodeError):
             raise Invalid("invalid_cursor", "cursor is not one this list gave out",
                           field="cursor") from None
+        if tag and tag[0] != _list_tag():  # (a cursor without one: given out before tags)
+            raise Invalid("invalid_cursor", "cursor was given out by another list, or by this "
+                          "one with other filters: page with the filters it came with",
+                          field="cursor")
     return parsed, int(raw_limit), offset
 
 
+def _list_tag() -> str:
+    """Which list a cursor belongs to: its path and filters (not its limit, which a client
+    may change between pages), so a cursor of another list, or of the same one filtered
+    otherwise, is refused rather than read as an offset into the wrong items."""
+    filters = sorted((k, v) for k, v in request.args.items(multi=True)
+                     if k not in ("cursor", "limit"))
+    return hashlib.sha256(repr((request.path, filters)).encode()).hexdigest()[:10]
+
+
 def cursor(offset: int) -> str:
-    """The opaque cursor of the page starting at `offset`."""
-    return base64.urlsafe_b64encode(f"o:{offset}".encode()).decode().rstrip("=")
+    """The opaque cursor of the page starting at `offset` of the list being answered."""
+    return base64.urlsafe_b64encode(f"o:{offset}:{_list_tag()}".encode()).decode().rstrip("=")
 
 
 def page(items: Sequence[Any], limit: int, offset: int) -> dict[str, Any]:

@@ -55,6 +55,36 @@ def test_spectators_list_pages(club: Club):
     assert [s["id"] for s in rest["items"]] == ids[2:] and rest["next"] is None
 
 
+def test_a_cursor_works_only_in_the_list_and_filters_that_gave_it_out(club: Club):
+    """A cursor was an offset any list took: one from the members list, or from the tables
+    list filtered otherwise, silently paged another list (history audit). It is refused;
+    the limit may change between pages; a cursor given out before tags still pages."""
+    lg = League(club)
+    ms = [lg.member(n) for n in ("Ann", "Bob", "Cat", "Dan", "Eve")]
+    for _ in range(3):
+        lg.table(ms[:4], deal="results")
+    h = lg.h(lg.owner)
+    members = club.c.get(lg.url("/members?limit=2"), headers=h).get_json()
+    assert members["next"]
+    r = club.c.get(lg.url(f"/members?limit=2&cursor={members['next']}"), headers=h)
+    assert [m["name"] for m in r.get_json()["items"]] == ["Cat", "Dan"]
+    r = club.c.get(lg.url(f"/members?limit=50&cursor={members['next']}"), headers=h)
+    assert [m["name"] for m in r.get_json()["items"]] == ["Cat", "Dan", "Eve"]
+    club.problem(club.c.get(lg.url(f"/tables?cursor={members['next']}"), headers=h), 422,
+                 "invalid_cursor")
+    club.problem(club.c.get(lg.url(f"/members?q=a&cursor={members['next']}"), headers=h),
+                 422, "invalid_cursor")
+    tables = club.c.get(lg.url(f"/tables?member={ms[0]}&limit=1"), headers=h).get_json()
+    club.problem(club.c.get(lg.url(f"/tables?member={ms[1]}&cursor={tables['next']}"),
+                            headers=h), 422, "invalid_cursor")
+    assert club.c.get(lg.url(f"/tables?limit=1&member={ms[0]}&cursor={tables['next']}"),
+                      headers=h).status_code == 200
+    import base64
+    old = base64.urlsafe_b64encode(b"o:2").decode().rstrip("=")
+    r = club.c.get(lg.url(f"/members?limit=2&cursor={old}"), headers=h)
+    assert [m["name"] for m in r.get_json()["items"]] == ["Cat", "Dan"]
+
+
 def test_answers_that_do_not_page_refuse_limit_and_cursor(club: Club):
     """Standings, a member's ledger, the NDJSON histories and the feed (paged by after)
     answer whole: a limit or cursor sent to them would be silently ignored, so it is a 422."""
