@@ -133,6 +133,10 @@ def check_url(url: str, allow_private: bool,
                          field="url")
     if parts.username or parts.password:
         raise UrlRefused("invalid_url", "url must not carry credentials", field="url")
+    if parts.port == 0:  # else `or` above made it the default port: a server nobody named
+        raise UrlRefused("invalid_url", "url names port 0: name the port the receiver "
+                         "listens on (1-65535), or none for the scheme's default",
+                         field="url")
     host = parts.hostname
     try:
         addresses = (resolve or _resolve)(host, port)

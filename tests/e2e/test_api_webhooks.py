@@ -434,3 +434,15 @@ def test_metrics_count_every_attempt_by_outcome(club: Club, receiver: Receiver,
         assert delta(after, before, "loo_webhook_deliveries_total", outcome=outcome) == n, \
             outcome
     assert delta(after, before, "loo_webhook_deliveries_total", outcome="timeout") == 0
+
+
+def test_a_url_naming_port_0_is_refused_not_sent_to_port_80(club: Club) -> None:
+    """Port 0 is no port a receiver listens on: the service sent such a URL's deliveries to
+    the scheme's default port (80 or 443), a server nobody named. (An empty port, as in
+    http://host:/, is the default port by the URL standard and stays accepted.)"""
+    owner = Owner(club)
+    for url in ("https://93.184.215.14:0/x", "http://93.184.215.14:00/x"):
+        problem = owner.hook(url, ["*"], status=422)
+        assert problem["code"] == "invalid_url" and "port" in problem["detail"], problem
+    assert club.c.get(f"/v1/clubs/{owner.id}/webhooks", headers=owner.h()).get_json()[
+        "items"] == []
