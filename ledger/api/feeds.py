@@ -102,7 +102,9 @@ def start_position(after: int | None) -> int:
             raise Invalid("invalid_filter", f"after must be a position from 0 to {MAX_POSITION}",
                           field="after")
         return after or 0
-    if not raw.isdigit() or not raw.isascii() or int(raw) > MAX_POSITION:
+    # Length first: int() refuses a string of more than 4300 digits (ValueError, a 500).
+    if not raw.isdigit() or not raw.isascii() or len(raw.lstrip("0")) > 19 \
+            or int(raw) > MAX_POSITION:
         raise BadRequest("invalid_last_event_id",
                              f"Last-Event-ID must be a position (a whole number >= 0), as in "
                              f"the `id:` lines of this stream; got {raw[:40]!r}")

@@ -60,3 +60,17 @@ def test_a_last_event_id_that_is_not_a_position_is_still_refused(club: Club):
                                                                  "Last-Event-ID": raw})
             j = club.problem(r, 400, "invalid_last_event_id")
             assert j["title"] == "Bad request"
+
+
+def test_a_last_event_id_of_thousands_of_digits_is_a_400_not_a_500(club: Club):
+    """Past 4300 digits Python's int() refuses a string (ValueError): such a header was a
+    500. It is no position either (more than 19 digits), so it is refused as one; leading
+    zeros still count for nothing."""
+    for url, token, positions in feeds(club):
+        for raw in ("9" * 4301, "1" * 8000, "9" * 20):
+            r: Any = club.c.get(url, headers=club.auth(token) | {"Accept": SSE,
+                                                                 "Last-Event-ID": raw})
+            club.problem(r, 400, "invalid_last_event_id")
+        _, first = first_chunks(club, url, token,
+                                {"Last-Event-ID": "0" * 30 + str(positions[0])})
+        assert first.startswith(b"id: %d\n" % positions[1]), first[:80]
