@@ -70,7 +70,10 @@ def request_arrived(buf: bytes | bytearray) -> bool:
     if _CHUNKED.search(head):
         return True
     m = _CONTENT_LENGTH.search(head)
-    length = int(m.group(1)) if m else 0
+    digits = m.group(1).lstrip(b"0") if m else b""
+    if len(digits) > 18:  # past BUFFER_BODY_MAX, and int() refuses over 4300 digits
+        return True  # the parser answers it (400 or 413), as any body over the buffer
+    length = int(digits or b"0")
     return length > BUFFER_BODY_MAX or len(buf) - (end + 4) >= length
 
 

@@ -382,3 +382,33 @@ def test_requests_over_gunicorns_limits_are_problem_json_too(tmp_path: Path) -> 
             assert (problem["status"], problem["code"]) == (status, code), problem
             assert problem["type"] == f"/docs/http#problem-{code}"
         assert fetch(url + "/healthz")[0] == 200
+
+
+def test_a_content_length_of_thousands_of_digits_is_a_400_and_the_worker_lives_on(
+        tmp_path: Path) -> None:
+    """Past 4300 digits Python's int() refuses a string: the worker's check for a whole
+    request (request_arrived) raised on such a Content-Length and the gunicorn worker process
+    died with every stream and request it held. Now the parser refuses the head (400
+    problem+json) and an event stream opened before goes on."""
+    with serving(cwd=tmp_path, LOO_SSE_KEEPALIVE="0.2") as url:
+        status, _, created = fetch(url + "/v1/tables", {
+            "variant": "loo", "scoring": "pool", "first_dealer": 0, "deal": "shuffled",
+            "seats": [{"name": n} for n in ("Ann", "Bob", "Cat")]})
+        assert status == 201, created
+        host, port = url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as stream:
+            stream.sendall(f"GET /v1/tables/{created['id']}/events HTTP/1.1\r\nHost: x\r\n"
+                           f"Accept: text/event-stream\r\nAuthorization: Bearer "
+                           f"{created['admin_token']}\r\n\r\n".encode())
+            assert stream.recv(65536).startswith(b"HTTP/1.1 200")
+            for digits in (4301, 5000, 8000):
+                answer, _, _ = _raw_exchange(url, (
+                    b"POST /v1/clubs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: " + b"9" * digits + b"\r\n\r\n{}"))
+                top, _, body = answer.partition(b"\r\n\r\n")
+                assert top.startswith(b"HTTP/1.1 400"), (digits, answer[:200])
+                assert b"content-type: application/problem+json" in top.lower(), top
+            stream.settimeout(3)
+            time.sleep(0.5)
+            assert b": keepalive" in stream.recv(65536)  # the stream's worker is alive
+        assert fetch(url + "/healthz")[0] == 200
