@@ -37,8 +37,10 @@ from urllib.parse import urlsplit
 import orjson
 
 from ledger.app.feed import PAGE, club_feed
+from ledger.app.projector import decode
 from ledger.app.service import Ledger
 from ledger.core import club as cl
+from ledger.core import events as ev
 from ledger.core.errors import Invalid, NotFound
 
 log = logging.getLogger(__name__)
@@ -290,6 +292,30 @@ class Run:
     state: str = "done"  # done / retry / busy / removed
 
 
+class _Removal:
+    """Whether the endpoint was removed since the run began, looked up at most every
+    CHECK seconds (one read of the club's stream after the version last read)."""
+
+    CHECK = 0.25
+
+    def __init__(self, store: Any, club_id: str, webhook_id: str) -> None:
+        self.store, self.club_id, self.webhook_id = store, club_id, webhook_id
+        self.version = store.version(club_id)  # the run's club: it was folded up to here
+        self.checked = time.monotonic()
+
+    def seen(self) -> bool:
+        if time.monotonic() - self.checked < self.CHECK:
+            return False
+        self.checked = time.monotonic()
+        for s in self.store.load(self.club_id, after_version=self.version):
+            self.version = s.version
+            if s.type == "webhook_removed":
+                gone = decode(s)
+                if isinstance(gone, ev.WebhookRemoved) and gone.id == self.webhook_id:
+                    return True
+        return False
+
+
 def start_position(ledger: Ledger, club_id: str, webhook_id: str) -> int:
     """An endpoint is owed what comes after its own webhook_added event."""
     for s in ledger.store.load(club_id):
@@ -318,6 +344,7 @@ def deliver(ledger: Ledger, club: cl.Club, club_id: str, webhook_id: str,
         return Run(0, held.get("lease_until") or now() + 1.0, state="busy")
     position, attempt, due = row["position"], row["attempt"], row["retry_at"]
     delivered, lost = 0, False
+    removal = _Removal(store, club_id, webhook_id)
     log_rows: list[dict[str, Any]] = []
     sender = Sender(hook.url, config)
     flushed_at = time.monotonic()
@@ -353,6 +380,8 @@ def deliver(ledger: Ledger, club: cl.Club, club_id: str, webhook_id: str,
                 if beat.lost.is_set():
                     lost = True  # another run took the endpoint over: stop here
                     return Run(delivered, state="busy")
+                if removal.seen():  # DELETEd meanwhile: not one POST more (a backlog
+                    return Run(delivered, state="removed")  # may hold thousands)
                 doc = club_feed(ledger, club_id, [s])[0]
                 body = orjson.dumps(doc)
                 msg_id = f"msg_{webhook_id}_{s.position}"

@@ -57,6 +57,7 @@ class Receiver:
         self.got: list[tuple[dict[str, str], bytes]] = []
         self.cond = threading.Condition()
         self.failing = False
+        self.delay = 0.0  # seconds each answer takes
         self.server: ThreadingHTTPServer | None = None
 
     @property
@@ -69,6 +70,7 @@ class Receiver:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                time.sleep(receiver.delay)
                 if receiver.failing:
                     self.send_response(500)
                     self.end_headers()
@@ -446,3 +448,27 @@ def test_a_url_naming_port_0_is_refused_not_sent_to_port_80(club: Club) -> None:
         assert problem["code"] == "invalid_url" and "port" in problem["detail"], problem
     assert club.c.get(f"/v1/clubs/{owner.id}/webhooks", headers=owner.h()).get_json()[
         "items"] == []
+
+
+def test_delete_stops_a_delivery_run_in_the_middle_of_a_backlog(
+        club: Club, receiver: Receiver, private_ok: None) -> None:
+    """A run delivers what the endpoint is owed until it is all sent: after an outage that
+    is a backlog, and a DELETE meanwhile went on being delivered to the end of it (every
+    event the club had since). The run looks for its endpoint's removal as it goes."""
+    owner = Owner(club)
+    hook = owner.hook(receiver.url, ["*"])
+    receiver.failing = True  # down: the table's events pile up
+    owner.table(bots=True, max_hands=2)
+    deadline = time.monotonic() + DEADLINE
+    while not any(e["type"] == "table_closed" for e in owner.feed()):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    owed = sum(1 for e in owner.feed() if e["position"] > _added_at(owner, hook["id"]))
+    receiver.delay, receiver.failing = 0.05, False  # back, and slow
+    receiver.wait_for(lambda got: len(got) >= 3, "the backlog to start")
+    r = club.c.delete(f"/v1/clubs/{owner.id}/webhooks/{hook['id']}", headers=owner.h())
+    assert r.status_code == 204
+    at_delete = len(receiver.got)
+    time.sleep(2.0)  # the backlog would take over 5 s more at 50 ms a POST
+    assert owed > 50 and len(receiver.got) - at_delete <= 8, (owed, at_delete,
+                                                               len(receiver.got))
