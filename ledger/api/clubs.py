@@ -643,10 +643,11 @@ class ClubFeedResource(MethodView):
             source.still_allowed = lambda: the_clubs.role_of(  # type: ignore[attr-defined]
                 the_clubs.load(club_id).club, token) is not None
             return feeds.stream(led, source, feeds.start_position(after))
-        streams = {club_id} | {t.table_id for t in loaded.club.tables}
-        found = ledger().stream_events(streams, after_position=after, limit=limit)
+        from ledger.app.feed import club_feed, club_page
+
+        found = club_page(ledger(), club_id, {t.table_id for t in loaded.club.tables}, after,
+                          limit)
         position = found[-1].position if found else after
-        from ledger.app.feed import club_feed
 
         events = club_feed(ledger(), club_id, found)
         return {"items": events, "events": events, "next": position}

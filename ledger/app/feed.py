@@ -391,6 +391,24 @@ class ClubSource:
 SPECTATOR = Viewer(admin=False, spectator=True)
 
 
+def club_page(ledger: Ledger, club_id: str, tables: set[str], after: int,
+              limit: int) -> list[StoredEvent]:
+    """The club feed's page after position `after` (its stream and its tables', by position):
+    `tables` are the tables the club lists, and those begun in the page's span for this club
+    join them. A club table's first events (table_created, its seats, an auto-dealt hand)
+    commit before the club's stream lists it, so a page ending on a later event would
+    otherwise move `next` past them for good."""
+    streams = {club_id} | tables
+    found = ledger.stream_events(streams, after_position=after, limit=limit)
+    if found:
+        begun = {s.table_id for s in ledger.store.first_events(after, found[-1].position)
+                 if s.type == "table_created" and s.table_id not in streams
+                 and _club_of(s) == club_id}
+        if begun:
+            found = ledger.stream_events(streams | begun, after_position=after, limit=limit)
+    return found
+
+
 def club_feed(ledger: Ledger, club_id: str, stored: Sequence[StoredEvent],
               fresh: float = CHECKPOINT_FRESH) -> list[dict[str, Any]]:
     """Events of a club's feed (its own stream and its tables'), as a spectator sees them,

@@ -177,6 +177,12 @@ class EventStore(Protocol):
         for a follower near the head; past that, the given tables' own events)."""
         ...
 
+    def first_events(self, after_position: int, up_to_position: int) -> list[StoredEvent]:
+        """The first event (version 1) of every stream begun with after_position < position
+        <= up_to_position, by position: which streams a span of the log holds that a reader
+        of known streams would not see (an index of first events keeps it short)."""
+        ...
+
     def last_position(self) -> int:
         """The highest position `read_all` would give now (0 when empty): following
         read_all from it misses nothing committed later."""

@@ -103,6 +103,10 @@ class MemoryStore:
             found = (s for s in self._all[after_position:] if s.table_id in wanted)
             return list(itertools.islice(found, max(0, limit)))
 
+    def first_events(self, after_position: int, up_to_position: int) -> list[StoredEvent]:
+        with self._lock:
+            return [s for s in self._all[after_position:up_to_position] if s.version == 1]
+
     def last_position(self) -> int:
         with self._lock:
             return len(self._all)

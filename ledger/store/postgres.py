@@ -165,6 +165,9 @@ _WINDOW_FULL = "SELECT 1 FROM events WHERE position > %s ORDER BY position OFFSE
 _STREAMS_FAR = (_MARK + f" SELECT table_id, {_COLS} FROM events WHERE table_id = ANY(%s)"
                 " AND position > %s AND position < ((SELECT m FROM mark) << 20)"
                 " ORDER BY position LIMIT %s")
+# first_events: the first events of the streams begun in a span (a partial index).
+_FIRST_EVENTS = (f"SELECT table_id, {_COLS} FROM events WHERE version = 1"
+                 " AND position > %s AND position <= %s ORDER BY position")
 # The last position below the mark (one index probe backwards).
 _LAST_POSITION = (_MARK + " SELECT coalesce(max(position), 0) FROM events"
                   " WHERE position < ((SELECT m FROM mark) << 20)")
@@ -687,6 +690,12 @@ class PostgresStore:
             if len(rows) < limit and conn.execute(_WINDOW_FULL, (
                     after_position, STREAMS_WINDOW - 1)).fetchone() is not None:
                 rows = conn.execute(_STREAMS_FAR, (ids, after_position, limit)).fetchall()
+        return [StoredEvent(*r) for r in rows]
+
+    @_read_again
+    def first_events(self, after_position: int, up_to_position: int) -> list[StoredEvent]:
+        with self._conn() as conn:
+            rows = conn.execute(_FIRST_EVENTS, (after_position, up_to_position)).fetchall()
         return [StoredEvent(*r) for r in rows]
 
     @_read_again

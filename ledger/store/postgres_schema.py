@@ -155,4 +155,9 @@ CREATE INDEX webhook_deliveries_by_webhook ON webhook_deliveries (webhook_id, id
 CREATE TRIGGER webhook_deliveries_append_only BEFORE UPDATE OR DELETE ON webhook_deliveries
     FOR EACH ROW EXECUTE FUNCTION loo_refuse_change();
 """),
+    # The first event of every stream by position (a partial index: one row a table), so a
+    # club feed finds the tables begun in a span of the log before the club lists them.
+    (6, """
+CREATE INDEX events_first_by_position ON events (position) WHERE version = 1;
+"""),
 ]

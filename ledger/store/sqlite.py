@@ -234,6 +234,15 @@ class SqliteStore:
         return [StoredEvent(ti, v, p, t, h, loads(d), r, c, ph, hh)
                 for ti, v, p, t, h, d, r, c, ph, hh in rows]
 
+    def first_events(self, after_position: int, up_to_position: int) -> list[StoredEvent]:
+        loads = load_json
+        with self._conn() as conn:
+            rows = conn.execute(f"SELECT table_id, {_COLS} FROM events WHERE version = 1"
+                                " AND position > ? AND position <= ? ORDER BY position",
+                                (after_position, up_to_position)).fetchall()
+        return [StoredEvent(ti, v, p, t, h, loads(d), r, c, ph, hh)
+                for ti, v, p, t, h, d, r, c, ph, hh in rows]
+
     def last_position(self) -> int:
         with self._conn() as conn:
             return conn.execute("SELECT coalesce(max(position), 0) FROM events").fetchone()[0]

@@ -360,3 +360,43 @@ def test_the_club_feed_finds_its_events_past_any_number_of_other_clubs_events(cl
     streams = [e["stream"] for e in page["items"] + rest["items"]]
     assert t.id in streams and set(streams) <= {"club", t.id}
     assert filler not in str(page) + str(rest)
+
+
+def test_a_poller_of_the_club_feed_never_skips_a_new_tables_first_events(
+        club: Club, monkeypatch: pytest.MonkeyPatch):
+    """API.md Feeds: the club feed is its stream and all its tables'. A club table's first
+    events (table_created, its seats, an auto-dealt hand) commit before the club's stream
+    lists it (club_table_added), and a page read in between, ending on a later event of
+    another table, moved `next` past them: a client following `next` never saw them. Here
+    the listing is held back (as a slow request would), another table moves, a page is
+    read, the listing completes (the create repeated with its Idempotency-Key)."""
+    from ledger.app.clubs import Clubs
+
+    lg = League(club)
+    ms = [lg.member(n) for n in ("Ann", "Bob", "Cat", "Dan")]
+    busy = lg.table(ms)
+    head = lg.get("/events?limit=500").get_json()["next"]
+    body = {"variant": "loo", "scoring": "pool", "first_dealer": 0, "deal": "shuffled",
+            "seats": [{"name": n} for n in ("Eve", "Fay", "Gus")]}
+    link = Clubs.link_table
+    monkeypatch.setattr(Clubs, "link_table", lambda *a, **kw: None)  # not listed yet
+    r = club.c.post(lg.url("/tables"), json=body, headers=lg.h(lg.scorer) | key("late"))
+    assert r.status_code == 201, r.get_json()
+    new = r.get_json()["id"]
+    view = club.view(busy)
+    club.ok(busy, view["legal_actions"][0])  # another table moves after the new one's events
+    seen: list[dict] = []
+    page = lg.get(f"/events?after={head}&limit=500").get_json()
+    seen += page["events"]
+    monkeypatch.setattr(Clubs, "link_table", link)
+    again = club.c.post(lg.url("/tables"), json=body, headers=lg.h(lg.scorer) | key("late"))
+    assert again.status_code == 201 and again.get_json()["id"] == new
+    after = page["next"]
+    while page["events"]:
+        page = lg.get(f"/events?after={after}&limit=500").get_json()
+        seen += page["events"]
+        after = page["next"]
+    everything = lg.get(f"/events?after={head}&limit=500").get_json()["events"]
+    assert [e["position"] for e in seen] == [e["position"] for e in everything]
+    assert [e["type"] for e in seen if e["stream"] == new][:2] == ["table_created",
+                                                                   "seat_filled"]

@@ -407,3 +407,20 @@ def test_postgres_refuses_text_with_a_nul_in_a_big_batch(postgres_backend: Backe
     with pytest.raises(StoreError):
         postgres_backend.store.append(t, bad, 0)
     assert postgres_backend.store.version(t) == 0
+
+
+def test_first_events_are_the_streams_begun_in_a_span(backend: Backend) -> None:
+    """first_events(after, up_to): each stream's version 1 with after < position <= up_to,
+    by position (the club feed finds the tables begun in the span of a page with it)."""
+    a, b, c = new_table(), new_table(), new_table()
+    backend.store.append(a, events(2), 0)
+    backend.store.append(b, events(3), 0)
+    backend.store.append(a, events(1, 2), 2)
+    backend.store.append(c, events(1), 0)
+    everything = read_all_until(backend.store, 7)
+    firsts = [e for e in everything if e.version == 1]
+    assert [e.table_id for e in firsts] == [a, b, c]
+    assert backend.store.first_events(0, everything[-1].position) == firsts
+    assert backend.store.first_events(firsts[0].position, firsts[1].position) == firsts[1:2]
+    assert backend.store.first_events(firsts[1].position, everything[-2].position) == []
+    assert backend.store.first_events(everything[-1].position, everything[-1].position) == []
