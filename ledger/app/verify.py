@@ -348,14 +348,8 @@ class _Link:
                                   "event before it")
             void = ev.from_data(e["type"], e["data"])
             assert isinstance(void, ev.HandVoided)
-            balances = list(self.balances)
-            for src, dst, amount in void.transfers:
-                for account, sign in ((src, -1), (dst, 1)):
-                    if account == "pool":
-                        self.pool += sign * amount
-                    else:
-                        balances[int(account.removeprefix("seat:"))] += sign * amount
-            self.balances, self.scores = tuple(balances), void.totals
+            self.pool, self.balances = tb.moved(self.pool, self.balances, void.transfers)
+            self.scores = void.totals
             self.version, self.hash = e["version"], e["hash"]
 
 

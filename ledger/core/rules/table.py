@@ -386,18 +386,25 @@ def _settled(t: Draft, e: ev.HandSettled) -> None:
         t.voidable = (*t.voidable[1 - VOIDABLE:], t.book)
 
 
+def moved(pool: int, balances: tuple[int, ...], transfers: Iterable[tuple[str, str, int]],
+          ) -> tuple[int, tuple[int, ...]]:
+    """The pool and the seats' balances after `transfers` ((from, to, amount), accounts
+    "pool" and "seat:N"), as a void moves them (ledger/app/verify.py follows a void too)."""
+    seats = list(balances)
+    for src, dst, amount in transfers:
+        for account, sign in ((src, -1), (dst, 1)):
+            if account == "pool":
+                pool += sign * amount
+            else:
+                seats[int(account.removeprefix("seat:"))] += sign * amount
+    return pool, tuple(seats)
+
+
 def _voided(t: Draft, e: ev.HandVoided) -> None:
     book = t.voidable[-1]
     t.voidable, t.voided = t.voidable[:-1], (*t.voided, e.number)
-    balances = list(t.balances)
-    for src, dst, amount in e.transfers:
-        for account, sign in ((src, -1), (dst, 1)):
-            if account == "pool":
-                t.pool += sign * amount
-            else:
-                seat = int(account.removeprefix("seat:"))
-                balances[seat] += sign * amount
-    t.balances, t.scores = tuple(balances), e.totals
+    t.pool, t.balances = moved(t.pool, t.balances, e.transfers)
+    t.scores = e.totals
     if book.tricks:  # the voided hand's tricks no longer count in seats[].tricks
         t.tricks_total = tuple(a - b for a, b in zip(t.tricks_total, book.tricks, strict=True))
     t.dealer = book.dealer  # the voided deal does not count: the same dealer deals again
