@@ -95,6 +95,9 @@ class Settings:
                 raise ConfigError(f"LOO_CHECKPOINT_KEY: {err} (an Ed25519 private key seed; "
                                   "e.g. python -c 'import os; print(os.urandom(32).hex())')"
                                   ) from None
+        from ledger.app.webhooks import WebhookConfig
+
+        WebhookConfig.from_env(environ)  # LOO_WEBHOOK_*: checked at start, read when used
         return cls(database_url=db, redis_url=redis_url, queue_name=queue, log_level=level,
                    log_format=log_format, checkpoint_key=key,
                    checkpoint_key_file=env["LOO_CHECKPOINT_KEY_FILE"] or None)

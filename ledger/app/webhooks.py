@@ -90,18 +90,32 @@ class WebhookConfig:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> WebhookConfig:
-        def number(var: str, default: float) -> float:
-            raw = environ.get(var, "").strip()
-            try:
-                value = float(raw) if raw else default
-            except ValueError:
-                value = default
-            return value if value > 0 else default
+        """LOO_WEBHOOK_ALLOW_PRIVATE (1 or 0), LOO_WEBHOOK_RETRY_BASE, _RETRY_MAX and
+        _TIMEOUT (seconds). A value that is not one is a ConfigError, which Settings.from_env
+        raises at start (a typo no longer falls back to the default without a word)."""
+        from ledger.bootstrap import ConfigError
 
-        return cls(allow_private=environ.get("LOO_WEBHOOK_ALLOW_PRIVATE", "") == "1",
-                   retry_base=number("LOO_WEBHOOK_RETRY_BASE", 5.0),
-                   retry_max=number("LOO_WEBHOOK_RETRY_MAX", 3600.0),
-                   timeout=number("LOO_WEBHOOK_TIMEOUT", 10.0))
+        def number(var: str, default: float, high: float) -> float:
+            raw = environ.get(var, "").strip()
+            if not raw:
+                return default
+            try:
+                value = float(raw)
+            except ValueError:
+                value = float("nan")
+            if not 0 < value <= high:
+                raise ConfigError(f"{var}: {raw!r} is not a number of seconds above 0 and at "
+                                  f"most {high:g}")
+            return value
+
+        private = environ.get("LOO_WEBHOOK_ALLOW_PRIVATE", "").strip()
+        if private not in ("", "0", "1"):
+            raise ConfigError(f"LOO_WEBHOOK_ALLOW_PRIVATE: {private!r} is not 1 (allow "
+                              "loopback and private webhook URLs) or 0")
+        return cls(allow_private=private == "1",
+                   retry_base=number("LOO_WEBHOOK_RETRY_BASE", 5.0, 86400),
+                   retry_max=number("LOO_WEBHOOK_RETRY_MAX", 3600.0, 7 * 86400),
+                   timeout=number("LOO_WEBHOOK_TIMEOUT", 10.0, 600))
 
     def backoff(self, attempt: int) -> float:
         """Seconds before retry number `attempt` (1, 2, ...): doubling, capped."""
@@ -114,9 +128,26 @@ class UrlRefused(Invalid):
     pass
 
 
+_NAT64 = (ipaddress.IPv6Network("64:ff9b::/96"), ipaddress.IPv6Network("64:ff9b:1::/48"))
+
+
 def _forbidden(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        # An IPv6 address that carries an IPv4 one reaches that one: judged by it too.
+        # (6to4 2002::/16 is not "private" to ipaddress: 2002:7f00:1:: went to 127.0.0.1.)
+        inner: list[ipaddress.IPv4Address] = []
+        if ip.ipv4_mapped is not None:
+            inner.append(ip.ipv4_mapped)
+        if ip.sixtofour is not None:
+            inner.append(ip.sixtofour)
+        if ip.teredo is not None:
+            inner += ip.teredo  # (server, client)
+        if any(ip in net for net in _NAT64):
+            inner.append(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
+        if any(_forbidden(a) for a in inner):
+            return True
+        if ip.ipv4_mapped is not None:
+            return False  # judged by the IPv4 address it maps
     return (ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_multicast
             or ip.is_reserved or ip.is_unspecified or not ip.is_global)
 

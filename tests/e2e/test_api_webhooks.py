@@ -281,7 +281,10 @@ def test_an_event_filter_and_delete(club: Club, receiver: Receiver, private_ok: 
 @pytest.mark.parametrize("url", [
     "http://127.0.0.1:9/hook", "http://10.1.2.3/hook", "http://169.254.169.254/latest",
     "http://[::1]:8000/", "http://localhost:8000/hook", "http://192.168.0.1/",
-    "http://0.0.0.0/", "http://[::ffff:127.0.0.1]/", "http://224.0.0.1/"])
+    "http://0.0.0.0/", "http://[::ffff:127.0.0.1]/", "http://224.0.0.1/",
+    # IPv6 forms that carry a private IPv4 address: 6to4 of 127.0.0.1 and of 10.0.0.1
+    # passed (ipaddress does not call 2002::/16 private), NAT64 of 127.0.0.1
+    "http://[2002:7f00:1::]/", "http://[2002:a00:1::5]/", "http://[64:ff9b::7f00:1]/"])
 def test_urls_to_private_ranges_are_refused(club: Club, url: str,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("LOO_WEBHOOK_ALLOW_PRIVATE", raising=False)
@@ -472,3 +475,22 @@ def test_delete_stops_a_delivery_run_in_the_middle_of_a_backlog(
     time.sleep(2.0)  # the backlog would take over 5 s more at 50 ms a POST
     assert owed > 50 and len(receiver.got) - at_delete <= 8, (owed, at_delete,
                                                                len(receiver.got))
+
+
+@pytest.mark.parametrize("var,value", [
+    ("LOO_WEBHOOK_RETRY_BASE", "5s"), ("LOO_WEBHOOK_RETRY_BASE", "0"),
+    ("LOO_WEBHOOK_RETRY_MAX", "-1"), ("LOO_WEBHOOK_TIMEOUT", "nan"),
+    ("LOO_WEBHOOK_TIMEOUT", "1e9"), ("LOO_WEBHOOK_ALLOW_PRIVATE", "yes")])
+def test_a_bad_webhook_setting_is_a_config_error_at_start(var: str, value: str) -> None:
+    """They fell back to their defaults without a word: a typo'd retry base or an
+    ALLOW_PRIVATE=true that did nothing went unnoticed. Settings.from_env (every entry point
+    reads it first) names the variable; good values and unset ones are taken."""
+    from ledger.app.webhooks import WebhookConfig
+    from ledger.bootstrap import ConfigError, Settings
+
+    with pytest.raises(ConfigError, match=var):
+        Settings.from_env({var: value})
+    assert WebhookConfig.from_env({"LOO_WEBHOOK_RETRY_BASE": "0.2", "LOO_WEBHOOK_TIMEOUT": "5",
+                                   "LOO_WEBHOOK_ALLOW_PRIVATE": "0"}) == WebhookConfig(
+        allow_private=False, retry_base=0.2, timeout=5.0)
+    assert WebhookConfig.from_env({}) == WebhookConfig()
