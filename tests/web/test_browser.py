@@ -416,3 +416,67 @@ def test_the_api_docs_are_swagger_ui_served_from_here(server, browser) -> None:
     for guide in ("/docs/rules", "/docs/http", "/docs/hash-chain"):
         with urllib.request.urlopen(url + guide, timeout=10) as r:
             assert r.status == 200 and "text/html" in r.headers["Content-Type"]
+
+
+def play_first_hand_by_api(url: str, tid: str, token: str) -> dict[str, Any]:
+    """Play hand 1 for the seat, always its first legal move; the table once it is over."""
+    for _ in range(40):
+        table = get(f"{url}/v1/tables/{tid}", token)
+        if table["hand"]["number"] > 1 or table["hand"]["phase"] == "complete":
+            return table
+        if table["legal_actions"]:
+            post(f"{url}/v1/tables/{tid}/actions",
+                 {**table["legal_actions"][0], "expected_version": table["version"]}, token)
+        else:
+            time.sleep(0.05)
+    pytest.fail("hand 1 did not end")
+
+
+def test_a_rounce_points_game_shows_points_from_15_not_chips_on_every_page(server, browser):
+    """A points game's ledger has an empty `transfers` beside its `scores`: the pages took it
+    for a chips game (a Pool line at 0 and running totals from 0, not from Rounce's 15, on
+    the chip-flow page; "where the chips went" on the table; balances, a pool and no
+    settlement in the replay). Every figure shown must be the API's points."""
+    url, _ = server
+    seats = [{"name": "Ann"}, {"name": "Bot", "bot": "heuristic"},
+             {"name": "Cat", "bot": "heuristic"}]
+    created = post(f"{url}/v1/tables", {"variant": "rounce", "scoring": "points",
+                                        "seats": seats, "first_dealer": 0})
+    tid, token = created["id"], created["seats"][0]["token"]
+    play_first_hand_by_api(url, tid, token)
+    ledger = get(f"{url}/v1/tables/{tid}/ledger", token)
+    assert ledger["start"] == {f"seat:{s}": 15 for s in range(3)}
+    after_1 = {k: v + sum(x["delta"] for x in ledger["scores"]
+                          if x["hand"] == 1 and f"seat:{x['seat']}" == k)
+               for k, v in ledger["start"].items()}
+
+    browser.get(f"{url}/tables/{tid}#token={token}")
+    title = wait_for("the last hand", lambda: (lambda e: e.is_displayed() and e.text)(
+        browser.find_element(By.ID, "last-hand-title")))
+    assert title.startswith("Hand 1: points"), title
+
+    browser.get(f"{url}/tables/{tid}/chips")
+    dots = wait_for("the chart", lambda: browser.find_elements(By.CSS_SELECTOR,
+                                                                "#balance-chart circle"))
+    shown = {d.get_attribute("data-account"): int(d.get_attribute("data-value"))
+             for d in dots if d.get_attribute("data-hand") == "1"}
+    assert shown == after_1  # no pool, and Rounce counts down from 15
+    assert browser.find_element(By.ID, "chart-title").text == "Points after every hand"
+    settle(browser, "chips-rounce")
+
+    steps = get(f"{url}/v1/tables/{tid}/hands/1/replay?step=0", token)["steps"]
+    final = get(f"{url}/v1/tables/{tid}/hands/1/replay?step={steps}", token)["state"]
+    browser.get(f"{url}/tables/{tid}/hands/1/replay#step={steps}")
+    wait_for("the last step", lambda: browser.find_element(By.ID, "step-label")
+             .get_attribute("data-step") == str(steps))
+    assert not browser.find_elements(By.CSS_SELECTOR, "#turn-up .pool")
+    metas = {m.find_element(By.XPATH, "..").get_attribute("data-seat"):
+             m.get_attribute("data-score")
+             for m in browser.find_elements(By.CSS_SELECTOR, "#seats .seat-meta")}
+    assert metas == {k: str(v) for k, v in final["scores"].items()}
+    rows = wait_for("the settlement", lambda: browser.find_elements(
+        By.CSS_SELECTOR, "#settlement-scores tr[data-delta]"))
+    assert sorted((int(r.get_attribute("data-seat")), int(r.get_attribute("data-delta")))
+                  for r in rows) == sorted((x["seat"], x["delta"]) for x in ledger["scores"]
+                                           if x["hand"] == 1)
+    settle(browser, "replay-rounce")

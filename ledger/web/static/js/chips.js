@@ -15,16 +15,17 @@ function svg(tag, attrs, text) {
 }
 
 // [{hand, values: {account: balance}}] after each hand, from the ledger's transfers (pool)
-// or scores (points).
-function series(ledger, accounts) {
-  const totals = Object.fromEntries(accounts.map((a) => [a, 0]));
+// or scores (points: from each seat's starting score, 15 in Rounce, as the table shows them).
+// A points game's ledger also has `transfers` (empty), so the table's scoring decides.
+function series(ledger, accounts, points) {
+  const totals = Object.fromEntries(accounts.map((a) => [a, points ? (ledger.start || {})[a] ?? 0 : 0]));
   const byHand = new Map();
-  for (const t of ledger.transfers || []) {
+  for (const t of points ? [] : ledger.transfers || []) {
     totals[t.from] -= t.amount;
     totals[t.to] += t.amount;
     byHand.set(t.hand, { ...totals });
   }
-  for (const s of ledger.scores || []) {
+  for (const s of points ? ledger.scores || [] : []) {
     totals['seat:' + s.seat] += s.delta;
     byHand.set(s.hand, { ...totals });
   }
@@ -60,11 +61,11 @@ function chart(rows, accounts, names) {
   return s;
 }
 
-function flows(ledger, hand, names) {
+function flows(ledger, hand, names, points) {
   const rows = (ledger.transfers || []).filter((t) => t.hand === hand);
   const scores = (ledger.scores || []).filter((t) => t.hand === hand);
   const table = $('flows');
-  if (scores.length) {
+  if (points) {
     table.replaceChildren(el('tr', {}, el('th', {}, 'Player'), el('th', {}, 'Points'), el('th', {}, 'Why')),
       ...scores.map((s) => el('tr', {}, el('td', {}, names['seat:' + s.seat]), el('td', {}, s.delta), el('td', {}, s.reason))));
     return;
@@ -80,12 +81,15 @@ async function start() {
   if (!t.ok || !l.ok) { fatal(t.ok ? l : t); return; }
   const table = t.data;
   const ledger = l.data;
-  const points = !ledger.transfers;
+  const points = table.scoring === 'points';
   const accounts = table.seats.map((s) => 'seat:' + s.seat).concat(points ? [] : ['pool']);
   const names = Object.fromEntries(accounts.map((a) => [a, a === 'pool' ? 'Pool' : seatName(table, Number(a.split(':')[1]))]));
-  const rows = series(ledger, accounts);
-  if (points) $('chart-title').textContent = 'Points after every hand';
-  if (!rows.length) { $('chart').textContent = 'No chips have moved yet.'; return; }
+  const rows = series(ledger, accounts, points);
+  if (points) {
+    $('chart-title').textContent = 'Points after every hand';
+    $('flows-title').textContent = 'Points in each hand';
+  }
+  if (!rows.length) { $('chart').textContent = points ? 'No hand has been scored yet.' : 'No chips have moved yet.'; return; }
   $('chart').append(chart(rows, accounts, names));
   $('legend').replaceChildren(...accounts.map((a, k) => el('span', {},
     el('i', { style: `background:${COLOURS[k % COLOURS.length]}` }), names[a])));
@@ -96,8 +100,8 @@ async function start() {
   const pick = $('hand-pick');
   pick.replaceChildren(...rows.map((r) => el('option', { value: r.hand }, `Hand ${r.hand}`)));
   pick.value = rows[0].hand;
-  pick.onchange = () => flows(ledger, Number(pick.value), names);
-  flows(ledger, rows[0].hand, names);
+  pick.onchange = () => flows(ledger, Number(pick.value), names, points);
+  flows(ledger, rows[0].hand, names, points);
 }
 
 start();

@@ -13,6 +13,7 @@ let steps = 0;
 let step = 0;
 const cache = new Map();
 let transfers = [];
+let points = false; // a points game: scores, not chips and a pool
 
 function showProblem(text) { $('problem').textContent = text || ''; $('problem').hidden = !text; }
 
@@ -47,7 +48,9 @@ function describe(e) {
     case 'tricks_paid': return `Tricks are paid from the pool: ${Object.entries(d.payments || {}).filter(([, v]) => v).map(([k, v]) => `${seatName(table, Number(k))} ${v}`).join(', ') || 'nothing'}.`;
     case 'player_looed': return `${who}: looed.`;
     case 'penalty_assessed': return `${who} paid ${d.amount} into the pool for the loo.`;
-    case 'hand_settled': return `The hand is settled: the pool holds ${d.pool}.`;
+    case 'hand_settled': return points
+      ? `The hand is settled: ${Object.entries(d.scores || {}).map(([k, v]) => `${seatName(table, Number(k))} ${v}`).join(', ')} points.`
+      : `The hand is settled: the pool holds ${d.pool}.`;
     default: return `${e.type.replace(/_/g, ' ')}${who ? ': ' + who : ''}.`;
   }
 }
@@ -65,7 +68,7 @@ function render(r) {
   if (hand && hand.turn_up) {
     up.append(el('span', {}, 'Turn-up '), tileEl(hand.turn_up), el('span', {}, ` trumps: ${SUITS[hand.trump] ?? 'none'}`));
   }
-  up.append(el('span', { class: 'pool', dataset: { pool: s.pool } }, ` Pool: ${s.pool}`));
+  if (!points) up.append(el('span', { class: 'pool', dataset: { pool: s.pool } }, ` Pool: ${s.pool}`));
   const trick = hand && hand.tricks.length ? hand.tricks[hand.tricks.length - 1] : null;
   $('trick').replaceChildren(...(trick ? [
     el('p', {}, `Trick ${hand.tricks.length}: ${seatName(table, trick.leader)} led ${SUITS[trick.suit] ?? ''}` +
@@ -81,14 +84,20 @@ function render(r) {
       el('div', { class: 'seat-head' }, el('strong', {}, seat.name),
         hand && hand.dealer === seat.seat ? el('span', { class: 'tag' }, 'dealer') : null,
         decision ? el('span', { class: 'tag' }, decision) : null),
-      el('div', { class: 'seat-meta' }, `balance ${s.balances[seat.seat]} · tricks ${hand && hand.tricks_won ? hand.tricks_won[seat.seat] ?? 0 : 0}`),
+      el('div', { class: 'seat-meta', dataset: points ? { score: (s.scores || {})[seat.seat] } : { balance: s.balances[seat.seat] } },
+        `${points ? 'score ' + (s.scores || {})[seat.seat] : 'balance ' + s.balances[seat.seat]} · tricks ${hand && hand.tricks_won ? hand.tricks_won[seat.seat] ?? 0 : 0}`),
       el('div', { class: 'tiles' }, tiles.map((t) => tileEl(t))));
   }));
   const box = $('settlement');
   box.replaceChildren();
   if (r.step === r.steps) {
     const mine = transfers.filter((t) => t.hand === number);
-    if (mine.length) {
+    if (mine.length && points) {
+      box.append(el('h3', {}, 'Settlement'), el('table', { class: 'data', id: 'settlement-scores' },
+        el('tr', {}, el('th', {}, 'Player'), el('th', {}, 'Points'), el('th', {}, 'Why')),
+        mine.map((t) => el('tr', { dataset: { seat: t.seat, delta: t.delta } }, el('td', {}, seatName(table, t.seat)),
+          el('td', {}, t.delta), el('td', {}, t.reason)))));
+    } else if (mine.length) {
       box.append(el('h3', {}, 'Settlement'), el('table', { class: 'data' },
         el('tr', {}, el('th', {}, 'From'), el('th', {}, 'To'), el('th', {}, 'Chips'), el('th', {}, 'Why')),
         mine.map((t) => el('tr', {}, el('td', {}, account(t.from)), el('td', {}, account(t.to)),
@@ -172,7 +181,9 @@ async function start() {
   if (!h.ok && h.status !== 403) { fatal(h); return; }
   if (!h.ok) { showProblem(problemText(h)); return; }
   table = t.data;
-  transfers = l.ok ? (l.data.transfers || l.data.scores || []) : [];
+  // A points game's ledger has `transfers` too (empty): the table's scoring decides.
+  points = table.scoring === 'points';
+  transfers = l.ok ? ((points ? l.data.scores : l.data.transfers) || []) : [];
   let first;
   try { first = await load(0); } catch (err) { showProblem(err.message); return; }
   steps = first.steps;

@@ -271,7 +271,8 @@ async function renderLastHand(t) {
   const scores = (book.scores || []).filter((x) => x.hand === done)
     .map((x) => el('tr', { dataset: { reason: x.reason } }, el('td', {}, seatName(t, x.seat)), el('td', {}, ''), el('td', {}, x.delta), el('td', {}, x.reason)));
   const mark = voided.has(done) ? ' (voided: every entry given back)' : '';
-  $('last-hand-title').textContent = (book.transfers ? `Hand ${done}: where the chips went` : `Hand ${done}: points`) + mark;
+  // A points game's ledger has `transfers` too (empty): the table's scoring decides.
+  $('last-hand-title').textContent = (t.scoring === 'points' ? `Hand ${done}: points` : `Hand ${done}: where the chips went`) + mark;
   $('last-hand').replaceChildren(...rows, ...scores);
   if (!rows.length && !scores.length) $('last-hand').append(el('tr', {}, el('td', {}, 'Nothing changed hands.')));
   $('last-hand-card').hidden = false;
