@@ -480,3 +480,29 @@ def test_a_rounce_points_game_shows_points_from_15_not_chips_on_every_page(serve
                   for r in rows) == sorted((x["seat"], x["delta"]) for x in ledger["scores"]
                                            if x["hand"] == 1)
     settle(browser, "replay-rounce")
+
+
+def test_a_scorer_records_a_miss_with_the_tiles_drawn_from_the_admin_page(server, browser):
+    """On a recorded table a miss must name the tiles really drawn, so the API offers it in
+    `to_complete`, not `legal_actions`; the page offered only Play and Drop, and a scorer
+    entering a hand where somebody missed could not record it. It is a box for the tiles."""
+    url, _ = server
+    created = post(f"{url}/v1/tables", {"deal": "recorded", "first_dealer": 0, "seats": [
+        {"name": "Ann"}, {"name": "Bob"}, {"name": "Cat"}]})
+    tid, admin = created["id"], created["admin_token"]
+    post(f"{url}/v1/tables/{tid}/hands", {"turn_up": "1-1", "hands": {
+        "0": ["6-6", "5-5", "4-4", "3-3", "2-2"], "1": ["6-5", "6-4", "6-3", "6-2", "6-1"],
+        "2": ["5-4", "5-3", "5-2", "5-1", "5-0"]}}, admin)
+    assert get(f"{url}/v1/tables/{tid}", admin)["to_complete"][0]["seat"] == 1
+    browser.get(f"{url}/tables/{tid}#token={admin}")
+    box = wait_for("the miss's box", lambda: browser.find_element(By.ID, "miss-drawn"))
+    settle(browser, "table-recorded-deciding")
+    box.send_keys("0-0 1-0 2-1, 3-1 4-1 0-6" + Keys.ENTER)
+    wait_for("the miss", lambda: get(f"{url}/v1/tables/{tid}", admin)["hand"]
+             ["decisions"].get("1") == "miss")
+    assert sorted(get(f"{url}/v1/tables/{tid}", admin)["hand"]["hands"]["1"]) == sorted(
+        ["0-0", "1-0", "2-1", "3-1", "4-1", "6-0"])
+    wait_for("Bob's discard", lambda: len(browser.find_elements(
+        By.CSS_SELECTOR, "#moves button.toggle")) == 6)
+    assert not browser.find_element(By.ID, "problem").is_displayed()
+    settle(browser, "table-recorded-miss")

@@ -57,6 +57,7 @@ async function act(body) {
     return;
   }
   selected = new Set();
+  missDrawn = '';
   render(r.data.table);
 }
 
@@ -107,6 +108,18 @@ function actionButton(a, hand, content) {
   }, content || label(a, hand));
 }
 
+let missDrawn = ''; // what is typed in the recorded miss's box, kept across redraws
+function missForm(a) {
+  const n = a.drawn && a.drawn.count;
+  const input = el('input', { id: 'miss-drawn', name: 'drawn', autocomplete: 'off', value: missDrawn,
+    placeholder: 'e.g. 6-3 5-1', oninput: (ev) => { missDrawn = ev.target.value; } });
+  return el('form', { class: 'move-row', id: 'miss-form', onsubmit: (ev) => {
+    ev.preventDefault();
+    act({ ...a, drawn: input.value.split(/[\s,;]+/).filter(Boolean) });
+  } }, el('label', { class: 'row-label' }, `Miss: the ${n ?? ''} tiles drawn `, input),
+  el('button', { type: 'submit', class: 'move', dataset: { action: JSON.stringify(a) } }, 'Miss'));
+}
+
 function renderMoves(t) {
   const box = $('moves');
   const hand = t.hand;
@@ -135,6 +148,11 @@ function renderMoves(t) {
       box.append(el('div', { class: 'move-row' },
         el('span', { class: 'row-label' }, `Play, take the turn-up ${hand.turn_up} and discard:`),
         takes.map((a) => actionButton(a, hand, tileEl(a.discard[0])))));
+    }
+    // Recorded tables: a miss names the tiles really drawn, which no list can offer
+    // (README: `to_complete`); the scorer or the seat types them in.
+    for (const a of (t.to_complete || []).filter((x) => x.type === 'decide' && x.choice === 'miss')) {
+      box.append(missForm(a));
     }
   } else if (hand.phase === 'discarding') {
     const discards = legal.filter((a) => a.type === 'discard');
