@@ -506,3 +506,21 @@ def test_a_scorer_records_a_miss_with_the_tiles_drawn_from_the_admin_page(server
         By.CSS_SELECTOR, "#moves button.toggle")) == 6)
     assert not browser.find_element(By.ID, "problem").is_displayed()
     settle(browser, "table-recorded-miss")
+
+
+def test_a_closed_tables_page_says_it_is_closed_not_waiting_for_a_move(server, browser):
+    """A table closed in the middle of a hand keeps that hand's turn in its record; the page
+    said "Waiting for Ann." to Ann herself, "Ann to act" and tagged her "to play", for ever."""
+    url, _ = server
+    created = post(f"{url}/v1/tables", {"first_dealer": 0, "seats": [
+        {"name": "Ann"}, {"name": "Bot", "bot": "heuristic"}, {"name": "Cat", "bot": "heuristic"}]})
+    tid, token = created["id"], created["seats"][0]["token"]
+    post(f"{url}/v1/tables/{tid}/close", {}, created["admin_token"])
+    table = get(f"{url}/v1/tables/{tid}", token)
+    assert table["status"] == "closed" and table["hand"]["turn"] == 0  # the premise
+    browser.get(f"{url}/tables/{tid}#token={token}")
+    over = wait_for("the closed table", lambda: browser.find_element(By.ID, "table-over"))
+    assert over.text == f"This table is closed; {table['pool']} chips were left in the pool."
+    assert "to act" not in browser.find_element(By.ID, "summary").text
+    assert not browser.find_elements(By.CSS_SELECTOR, "#seats .tag.turn, #seats .seat.active")
+    settle(browser, "table-closed")

@@ -125,8 +125,15 @@ function renderMoves(t) {
   const hand = t.hand;
   const legal = t.legal_actions || [];
   box.replaceChildren();
+  if (t.status !== 'playing') {  // a closed table's abandoned hand still names a turn
+    const won = t.winner !== null && t.winner !== undefined ? `: ${seatName(t, t.winner)} won` : '';
+    box.append(el('p', { class: 'waiting', id: 'table-over' }, t.status === 'closed'
+      ? `This table is closed${t.scoring !== 'points' && t.pool ? `; ${t.pool} chips were left in the pool` : ''}.`
+      : `The game is over${won}.`));
+    return;
+  }
   if (!hand) {
-    box.append(el('p', {}, t.status === 'playing' ? 'Waiting for the next hand.' : 'The game is over.'));
+    box.append(el('p', {}, 'Waiting for the next hand.'));
     return;
   }
   const mySeat = t.viewer && t.viewer.seat;
@@ -207,6 +214,7 @@ function renderMoves(t) {
 
 function renderSeats(t) {
   const hand = t.hand || {};
+  const turn = t.status === 'playing' && hand.phase !== 'complete' ? hand.turn : undefined;
   const box = $('seats');
   box.replaceChildren(...t.seats.map((s) => {
     const held = hand.hands ? hand.hands[s.seat] : null;
@@ -214,12 +222,12 @@ function renderSeats(t) {
       : held ? Array.from({ length: held.count }, backEl) : [];
     const tags = [];
     if (t.dealer === s.seat) tags.push(el('span', { class: 'tag' }, 'dealer'));
-    if (hand.turn === s.seat && hand.phase !== 'complete') tags.push(el('span', { class: 'tag turn' }, 'to play'));
+    if (turn === s.seat) tags.push(el('span', { class: 'tag turn' }, 'to play'));
     if (s.bot) tags.push(el('span', { class: 'tag bot' }, s.bot + ' bot'));
     if (t.viewer && t.viewer.seat === s.seat) tags.push(el('span', { class: 'tag you' }, 'you'));
     const decision = hand.decisions ? hand.decisions[s.seat] : undefined;
     const money = t.scoring === 'points' ? `${s.score} points` : `${s.balance} chips`;
-    return el('div', { class: 'seat' + (hand.turn === s.seat ? ' active' : ''), dataset: { seat: s.seat } },
+    return el('div', { class: 'seat' + (turn === s.seat ? ' active' : ''), dataset: { seat: s.seat } },
       el('div', { class: 'seat-head' }, el('strong', {}, s.name), ...tags),
       el('div', { class: 'seat-meta' },
         el('span', { class: 'balance', dataset: { balance: s.balance, score: s.score } }, money),
@@ -260,7 +268,7 @@ function renderSummary(t) {
   const hand = t.hand;
   const parts = [`${t.variant === 'rounce' ? 'Rounce' : 'Loo'}, ${t.scoring} scoring`, `status ${t.status}`];
   if (hand) parts.push(`hand ${hand.number}: ${hand.phase}`);
-  if (hand && hand.turn !== null && hand.turn !== undefined && hand.phase !== 'complete') parts.push(`${seatName(t, hand.turn)} to act`);
+  if (t.status === 'playing' && hand && hand.turn !== null && hand.turn !== undefined && hand.phase !== 'complete') parts.push(`${seatName(t, hand.turn)} to act`);
   if (t.winner !== null && t.winner !== undefined) parts.push(`winner: ${seatName(t, t.winner)}`);
   const who = t.viewer ? (t.viewer.role === 'seat' ? `you are ${seatName(t, t.viewer.seat)}` : `viewing as ${t.viewer.role}`) : '';
   $('summary').textContent = parts.join(' · ') + (who ? ' · ' + who : '');
