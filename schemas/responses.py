@@ -338,6 +338,10 @@ class MemberLedgerOut(Open):
     member = fields.String()
     transfers = fields.List(fields.Dict())
     scores = fields.List(fields.Dict())
+    starts = fields.List(fields.Dict(), metadata={
+        "description": "per points table of the member: `table`, `seat` and `points`, the "
+                       "score the seat starts from (Rounce: the target, 15; Loo: 0). The "
+                       "standings' `points` are these plus the `scores`' deltas"})
 
 
 class BotOut(Open):

@@ -224,6 +224,7 @@ class Clubs:
             cl.known_season(loaded.club, season)
         transfers: list[dict[str, Any]] = []
         scores: list[dict[str, Any]] = []
+        starts: list[dict[str, Any]] = []  # a points table's starting score (Rounce: 15)
         for link in self._tables(loaded, season, None, None):
             if mid not in link.members:
                 continue
@@ -235,10 +236,14 @@ class Clubs:
             for x in book["transfers"]:
                 if account in (x["from"], x["to"]):
                     transfers.append({"table": link.table_id, "seat": seat, **x})
-            for x in score_sheet(stored, p.table)["scores"]:
+            sheet = score_sheet(stored, p.table)
+            for x in sheet["scores"]:
                 if x["seat"] == seat:
                     scores.append({"table": link.table_id, **x})
-        return {"member": mid, "transfers": transfers, "scores": scores}
+            if link.scoring == "points":  # the standings' points count it, so must a sum
+                starts.append({"table": link.table_id, "seat": seat,
+                               "points": sheet["start"][account]})
+        return {"member": mid, "transfers": transfers, "scores": scores, "starts": starts}
 
 
 _FIGURE_EVENTS = frozenset({"hand_settled", "hand_completed", "penalty_assessed"})

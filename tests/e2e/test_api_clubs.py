@@ -380,3 +380,26 @@ def test_equal_chips_share_a_rank_in_json_and_csv(club: Club):
         lg.get("/standings?format=csv").data.decode())))
     assert [(int(r["rank"]), r["name"]) for r in csv_rows] == [
         (r["rank"], r["name"]) for r in rows]
+
+
+def test_a_members_ledger_adds_up_to_the_standings_points_of_a_rounce_table(club: Club):
+    """Rounce counts down from 15: the standings' points include each table's start, which
+    the member ledger did not list, so its scores summed to -3 where the row said 12 (and the
+    standings page charted -3). The ledger now names each points table's start."""
+    lg = League(club)
+    ms = [lg.member(n) for n in ("Bob", "Cat")]
+    rounce = lg.table(ms, variant="rounce", deal="results")
+    loo = lg.table(ms[::-1], scoring="points", deal="results")
+    for t in (rounce, loo):
+        r = club.start(t, {"result": {"decisions": {"0": "play", "1": "play"},
+                                      "tricks": {"0": 3, "1": 2}}})
+        assert r.status_code == 200, r.get_json()
+    rows = {r["member"]: r["points"] for r in lg.get("/standings?scoring=points")
+            .get_json()["rows"]}
+    assert rows == {ms[0]: 12 + 2, ms[1]: 13 + 3}
+    for mid in ms:
+        book = lg.get(f"/members/{mid}/ledger").get_json()
+        assert sorted(s["table"] for s in book["starts"]) == sorted([rounce.id, loo.id])
+        assert {s["table"]: s["points"] for s in book["starts"]} == {rounce.id: 15, loo.id: 0}
+        assert sum(s["points"] for s in book["starts"]) + sum(
+            s["delta"] for s in book["scores"]) == rows[mid]

@@ -175,6 +175,31 @@ def test_members_are_added_searched_renamed_and_archived_through_the_page(
     settle(browser, "club-members")
 
 
+def test_rounce_standings_chart_counts_down_from_15_as_the_points_do(club, members,
+                                                                    browser):  # noqa: F811
+    """The standings' points of a Rounce table start at 15 (it counts down); the chart
+    summed only the member ledger's deltas, so its last dot said -3 where the row said 12."""
+    base, cid, token = club["url"], club["id"], club["token"]
+    season = ok(base, "POST", f"/v1/clubs/{cid}/seasons", token,
+                {"name": "Rounce nights", "starts_on": "2026-11-02"})["id"]
+    made = ok(base, "POST", f"/v1/clubs/{cid}/tables", token, {
+        "season": season, "variant": "rounce", "deal": "results", "first_dealer": 0,
+        "seats": [{"member": members[0]}, {"member": members[3]}]})
+    ok(base, "POST", f"/v1/tables/{made['id']}/hands", token, {"result": {
+        "decisions": {"0": "play", "1": "play"}, "tricks": {"0": 3, "1": 2}}})
+    open_standings(browser, base, cid, season)
+    wait_for("the pool standings first", lambda: browser.find_element(
+        By.CSS_SELECTOR, "#standings tbody").get_attribute("data-loaded")
+        == f"season={season}&scoring=pool")
+    browser.find_element(By.CSS_SELECTOR, "select[name=scoring] option[value=points]").click()
+    wait_for("the points standings", lambda: browser.find_element(
+        By.CSS_SELECTOR, "#standings tbody").get_attribute("data-loaded")
+        == f"season={season}&scoring=points")
+    api = check_standings(club, browser, season, "points")
+    assert sorted(r["points"] for r in api["rows"]) == [12, 13]
+    settle(browser, "club-standings-rounce")
+
+
 def test_a_season_is_started_and_closed_through_the_page(club, season, browser):  # noqa: F811
     base, cid, token = club["url"], club["id"], club["token"]
     browser.get(f"{base}/clubs/{cid}/seasons")

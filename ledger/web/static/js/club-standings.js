@@ -56,7 +56,14 @@ async function series(rows, f) {
       mine.set(key, (mine.get(key) || 0) + d);
     };
     if (points) {
-      for (const s of r.data.scores || []) add(s.table, s.hand, s.delta);
+      const scores = r.data.scores || [];
+      for (const s of scores) add(s.table, s.hand, s.delta);
+      // A table's starting score (Rounce counts down from 15) is in the standings' points:
+      // it counts with the member's first hand at that table.
+      for (const st of r.data.starts || []) {
+        const hands = scores.filter((x) => x.table === st.table).map((x) => x.hand);
+        if (st.points && hands.length) add(st.table, Math.min(...hands), st.points);
+      }
     } else {
       for (const t of r.data.transfers || []) {
         const me = 'seat:' + t.seat;
