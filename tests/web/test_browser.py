@@ -524,3 +524,24 @@ def test_a_closed_tables_page_says_it_is_closed_not_waiting_for_a_move(server, b
     assert "to act" not in browser.find_element(By.ID, "summary").text
     assert not browser.find_elements(By.CSS_SELECTOR, "#seats .tag.turn, #seats .seat.active")
     settle(browser, "table-closed")
+
+
+def test_the_dealer_tagged_is_the_one_who_dealt_the_hand_shown(server, browser):
+    """Once a hand is complete the table's `dealer` is the next hand's; the page tagged that
+    seat "dealer" beside the complete hand's decisions, as if it had dealt it."""
+    url, _ = server
+    created = post(f"{url}/v1/tables", {"deal": "results", "first_dealer": 0, "seats": [
+        {"name": n} for n in ("Ann", "Bob", "Cat", "Dan")]})
+    tid, admin = created["id"], created["admin_token"]
+    post(f"{url}/v1/tables/{tid}/hands", {"result": {
+        "decisions": {"0": "play", "1": "play", "2": "drop", "3": "play"},
+        "tricks": {"0": 3, "1": 2, "2": 0, "3": 0}}}, admin)
+    table = get(f"{url}/v1/tables/{tid}", admin)
+    assert (table["hand"]["phase"], table["hand"]["dealer"], table["dealer"]) == ("complete", 0, 1)
+    browser.get(f"{url}/tables/{tid}#token={admin}")
+    wait_for("the complete hand", lambda: "hand 1: complete" in browser.find_element(
+        By.ID, "summary").text)
+    tagged = [s.get_attribute("data-seat") for s in browser.find_elements(
+        By.CSS_SELECTOR, "#seats .seat") if "dealer" in [
+            t.text for t in s.find_elements(By.CSS_SELECTOR, ".tag")]]
+    assert tagged == ["0"]

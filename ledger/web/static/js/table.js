@@ -215,13 +215,15 @@ function renderMoves(t) {
 function renderSeats(t) {
   const hand = t.hand || {};
   const turn = t.status === 'playing' && hand.phase !== 'complete' ? hand.turn : undefined;
+  // The dealer of the hand shown (once it is complete the table's `dealer` is the next one).
+  const dealer = hand.dealer ?? t.dealer;
   const box = $('seats');
   box.replaceChildren(...t.seats.map((s) => {
     const held = hand.hands ? hand.hands[s.seat] : null;
     const tiles = Array.isArray(held) ? held.map((x) => tileEl(x))
       : held ? Array.from({ length: held.count }, backEl) : [];
     const tags = [];
-    if (t.dealer === s.seat) tags.push(el('span', { class: 'tag' }, 'dealer'));
+    if (dealer === s.seat) tags.push(el('span', { class: 'tag' }, 'dealer'));
     if (turn === s.seat) tags.push(el('span', { class: 'tag turn' }, 'to play'));
     if (s.bot) tags.push(el('span', { class: 'tag bot' }, s.bot + ' bot'));
     if (t.viewer && t.viewer.seat === s.seat) tags.push(el('span', { class: 'tag you' }, 'you'));
