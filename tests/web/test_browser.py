@@ -545,3 +545,18 @@ def test_the_dealer_tagged_is_the_one_who_dealt_the_hand_shown(server, browser):
         By.CSS_SELECTOR, "#seats .seat") if "dealer" in [
             t.text for t in s.find_elements(By.CSS_SELECTOR, ".tag")]]
     assert tagged == ["0"]
+
+
+def test_the_chip_table_does_not_call_a_hand_in_play_over(server, browser):
+    """The stakes of a hand being played are in the ledger, so the chip-flow page had a row
+    "After hand 1" while hand 1 was still being decided."""
+    url, _ = server
+    created = post(f"{url}/v1/tables", {"first_dealer": 0, "seats": [
+        {"name": "Ann"}, {"name": "Bot", "bot": "heuristic"}, {"name": "Cat", "bot": "heuristic"}]})
+    tid, token = created["id"], created["seats"][0]["token"]
+    assert get(f"{url}/v1/tables/{tid}", token)["hand"]["phase"] == "deciding"
+    browser.get(f"{url}/tables/{tid}/chips#token={token}")
+    row = wait_for("the stakes row", lambda: browser.find_element(
+        By.CSS_SELECTOR, "#after-each-hand tr[data-hand='1'] td"))
+    assert row.text == "1 (in play: its stakes so far)"
+    settle(browser, "chips-hand-in-play")

@@ -93,12 +93,16 @@ async function start() {
   $('chart').append(chart(rows, accounts, names));
   $('legend').replaceChildren(...accounts.map((a, k) => el('span', {},
     el('i', { style: `background:${COLOURS[k % COLOURS.length]}` }), names[a])));
+  // The stakes of a hand not yet played are in the ledger too: that row is not "after" it.
+  const live = table.hand && table.hand.phase !== 'complete' ? table.hand.number : null;
+  const liveNote = table.status === 'playing' ? ' (in play: its stakes so far)' : ' (abandoned: its stakes)';
+  const handLabel = (n) => (n === live ? `${n}${liveNote}` : String(n));
   $('after-each-hand').replaceChildren(
     el('tr', {}, el('th', {}, 'After hand'), accounts.map((a) => el('th', {}, names[a]))),
-    ...rows.map((r) => el('tr', { dataset: { hand: r.hand } }, el('td', {}, r.hand),
+    ...rows.map((r) => el('tr', { dataset: { hand: r.hand } }, el('td', {}, handLabel(r.hand)),
       accounts.map((a) => el('td', { dataset: { account: a } }, r.values[a])))));
   const pick = $('hand-pick');
-  pick.replaceChildren(...rows.map((r) => el('option', { value: r.hand }, `Hand ${r.hand}`)));
+  pick.replaceChildren(...rows.map((r) => el('option', { value: r.hand }, `Hand ${handLabel(r.hand)}`)));
   pick.value = rows[0].hand;
   pick.onchange = () => flows(ledger, Number(pick.value), names, points);
   flows(ledger, rows[0].hand, names, points);
