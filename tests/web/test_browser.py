@@ -560,3 +560,31 @@ def test_the_chip_table_does_not_call_a_hand_in_play_over(server, browser):
         By.CSS_SELECTOR, "#after-each-hand tr[data-hand='1'] td"))
     assert row.text == "1 (in play: its stakes so far)"
     settle(browser, "chips-hand-in-play")
+
+
+def test_a_results_hand_replays_as_verified_and_a_voided_one_says_so(server, browser):
+    """A results (or recorded) table deals no tiles from a seed; its replay said "✘ 2 checks
+    failed: this record does not verify" for a sound record, and a voided hand was not
+    marked. The seed checks are not applicable there; the hash chain is still checked."""
+    url, _ = server
+    created = post(f"{url}/v1/tables", {"deal": "results", "first_dealer": 0, "seats": [
+        {"name": n} for n in ("Ann", "Bob", "Cat", "Dan")]})
+    tid, admin = created["id"], created["admin_token"]
+    post(f"{url}/v1/tables/{tid}/hands", {"result": {
+        "decisions": {"0": "play", "1": "play", "2": "drop", "3": "play"},
+        "tricks": {"0": 3, "1": 2, "2": 0, "3": 0}}}, admin)
+    post(f"{url}/v1/tables/{tid}/hands/1/void", {"reason": "tricks for the wrong seat"}, admin)
+    assert get(f"{url}/v1/tables/{tid}/audit", admin)["ok"] is True  # the record is sound
+    browser.get(f"{url}/tables/{tid}/hands/1/replay#token={admin}")
+    verdict = wait_for("the verdict", lambda: browser.find_element(By.ID, "verdict")
+                       .get_attribute("data-ok"))
+    assert verdict == "true", browser.find_element(By.ID, "checks").text
+    checks = {li.get_attribute("data-check"): li.get_attribute("class")
+              for li in browser.find_elements(By.CSS_SELECTOR, "#checks li")}
+    assert checks == {"selftest": "ok", "commitment": "na", "deal": "na", "chain": "ok"}
+    assert browser.find_element(By.ID, "voided-tag").text == "voided"
+    body = browser.find_element(By.TAG_NAME, "body")
+    body.send_keys(Keys.END)
+    wait_for("the void", lambda: "voided (tricks for the wrong seat)" in browser.find_element(
+        By.ID, "event").text)
+    settle(browser, "replay-results-voided")

@@ -48,6 +48,7 @@ function describe(e) {
     case 'tricks_paid': return `Tricks are paid from the pool: ${Object.entries(d.payments || {}).filter(([, v]) => v).map(([k, v]) => `${seatName(table, Number(k))} ${v}`).join(', ') || 'nothing'}.`;
     case 'player_looed': return `${who}: looed.`;
     case 'penalty_assessed': return `${who} paid ${d.amount} into the pool for the loo.`;
+    case 'hand_voided': return `The hand is voided (${d.reason || 'no reason given'}): every chip or point it moved is given back; it stays in the record.`;
     case 'hand_settled': return points
       ? `The hand is settled: ${Object.entries(d.scores || {}).map(([k, v]) => `${seatName(table, Number(k))} ${v}`).join(', ')} points.`
       : `The hand is settled: the pool holds ${d.pool}.`;
@@ -136,6 +137,11 @@ async function allEvents(upTo) {
   }
 }
 
+class NotApplicable {
+  constructor(why) { this.why = why; }
+  toString() { return this.why; }
+}
+
 async function verify(handRecord) {
   const list = $('checks');
   const rows = [['selftest', 'The deal algorithm reproduces API.md\'s test vectors'],
@@ -147,26 +153,33 @@ async function verify(handRecord) {
   const results = {};
   const mark = (key, res) => {
     results[key] = res;
-    items[key].className = res === true ? 'ok' : 'bad';
+    items[key].className = res === true ? 'ok' : res instanceof NotApplicable ? 'na' : 'bad';
     if (res !== true) items[key].append(el('div', { class: 'why' }, String(res)));
   };
+  // Recorded and results tables deal no tiles from a seed: nothing to check there, which is
+  // no failure (the hash chain still is checked).
+  const unshuffled = table.deal && table.deal !== 'shuffled' ? new NotApplicable(table.deal === 'results'
+    ? 'not applicable: a results table records each hand\'s outcome, not its tiles'
+    : 'not applicable: a recorded table\'s tiles are dealt by hand and entered by its scorer') : null;
   try {
     mark('selftest', await selfTest());
     // Every check reads the same events: the table's log up to this hand's last event.
     const last = Math.max(...handRecord.events.map((e) => e.version));
     const log = await allEvents(last);
-    const deal = await checkDeal(log.filter((e) => e.hand === number), table.seats.length);
+    const deal = unshuffled ? { commitment: unshuffled, deal: unshuffled }
+      : await checkDeal(log.filter((e) => e.hand === number), table.seats.length);
     mark('commitment', deal.commitment);
     mark('deal', deal.deal);
     mark('chain', await checkChain(tableId, log));
   } catch (err) {
     for (const key of Object.keys(items)) if (!(key in results)) mark(key, 'could not check: ' + err.message);
   }
-  const failed = Object.entries(results).filter(([, v]) => v !== true);
+  const failed = Object.entries(results).filter(([, v]) => v !== true && !(v instanceof NotApplicable));
   const verdict = $('verdict');
   verdict.className = 'verdict ' + (failed.length ? 'bad' : 'ok');
   verdict.textContent = failed.length ? `✘ ${failed.length} check${failed.length > 1 ? 's' : ''} failed: this record does not verify`
-    : '✔ Verified: fair deal and an unbroken record';
+    : unshuffled ? `✔ Verified: an unbroken record (a ${table.deal} table: no shuffle to check)`
+      : '✔ Verified: fair deal and an unbroken record';
   verdict.dataset.ok = failed.length ? 'false' : 'true';
 }
 
@@ -181,6 +194,9 @@ async function start() {
   if (!h.ok && h.status !== 403) { fatal(h); return; }
   if (!h.ok) { showProblem(problemText(h)); return; }
   table = t.data;
+  if (h.data.hand && h.data.hand.voided) {
+    document.querySelector('#replay-app h1').append(' ', el('span', { class: 'tag voided', id: 'voided-tag' }, 'voided'));
+  }
   // A points game's ledger has `transfers` too (empty): the table's scoring decides.
   points = table.scoring === 'points';
   transfers = l.ok ? ((points ? l.data.scores : l.data.transfers) || []) : [];
