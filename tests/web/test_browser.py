@@ -588,3 +588,25 @@ def test_a_results_hand_replays_as_verified_and_a_voided_one_says_so(server, bro
     wait_for("the void", lambda: "voided (tricks for the wrong seat)" in browser.find_element(
         By.ID, "event").text)
     settle(browser, "replay-results-voided")
+
+
+def test_the_admin_replaying_a_hand_in_play_is_told_not_yet_not_failed(server, browser):
+    """The admin may replay a hand in play, whose seed is revealed only at its end: the page
+    said the record does not verify (no seed revealed, and the deal's hash not recomputable
+    without it), as if it had been tampered with."""
+    url, _ = server
+    created = post(f"{url}/v1/tables", {"first_dealer": 0, "seats": [
+        {"name": "Ann"}, {"name": "Bot", "bot": "heuristic"}]})
+    tid, admin = created["id"], created["admin_token"]
+    assert get(f"{url}/v1/tables/{tid}/hands/1", admin)["complete"] is False
+    browser.get(f"{url}/tables/{tid}/hands/1/replay#token={admin}")
+    verdict = wait_for("the verdict", lambda: browser.find_element(By.ID, "verdict")
+                       .get_attribute("data-ok"))
+    assert verdict == "true", browser.find_element(By.ID, "checks").text
+    assert browser.find_element(By.ID, "verdict").text.startswith("✔ Verified so far")
+    checks = {li.get_attribute("data-check"): li.get_attribute("class")
+              for li in browser.find_elements(By.CSS_SELECTOR, "#checks li")}
+    assert checks == {"selftest": "ok", "commitment": "na", "deal": "na", "chain": "ok"}
+    note = browser.find_element(By.CSS_SELECTOR, "#checks [data-check=chain] .note").text
+    assert "before the deal" in note  # its seed, hence its hash, is secret until the end
+    settle(browser, "replay-hand-in-play")
