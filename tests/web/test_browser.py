@@ -610,3 +610,27 @@ def test_the_admin_replaying_a_hand_in_play_is_told_not_yet_not_failed(server, b
     note = browser.find_element(By.CSS_SELECTOR, "#checks [data-check=chain] .note").text
     assert "before the deal" in note  # its seed, hence its hash, is secret until the end
     settle(browser, "replay-hand-in-play")
+
+
+def test_chart_labels_are_readable_on_a_phone(server, browser):
+    """The charts are SVGs scaled to the screen: on a phone their 11-unit labels (the
+    balances and hand numbers along the axes) were drawn about 6 px high, too small to read."""
+    url, _ = server
+    created = post(f"{url}/v1/tables", {"first_dealer": 0, "seats": [
+        {"name": "Ann"}, {"name": "Bot", "bot": "heuristic"}, {"name": "Cat", "bot": "heuristic"}]})
+    tid, token = created["id"], created["seats"][0]["token"]
+    browser.set_window_size(390, 844)
+    try:
+        browser.get(f"{url}/tables/{tid}/chips#token={token}")
+        wait_for("the chart", lambda: browser.find_elements(By.CSS_SELECTOR,
+                                                            "#balance-chart text"))
+        heights = browser.execute_script(
+            "return [...document.querySelectorAll('#balance-chart text')]"
+            ".map((t) => t.getBoundingClientRect().height)")
+        assert heights and min(heights) >= 11, heights
+        overflow = browser.execute_script(
+            "return document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0
+        settle(browser, "phone-chips-labels")
+    finally:
+        browser.set_window_size(1100, 1300)
