@@ -34,6 +34,17 @@ def test_home_offers_a_game_against_bots_a_table_by_token_and_the_docs(client) -
         assert needle in page, needle
 
 
+
+def test_home_links_each_guide_by_its_name(client) -> None:
+    """The home's developer links printed each guide as a Python tuple, in its text and its
+    href: "('/docs/rules', 'Rules')", a link to a page that does not exist."""
+    page = client.get("/", headers=HTML).get_data(as_text=True)
+    for href, label in (("/docs/rules", "Rules"), ("/docs/http", "HTTP API"),
+                        ("/docs/hash-chain", "Checking a record")):
+        assert f'<li><a href="{href}">{label}</a></li>' in page, href
+    assert "(&#39;" not in page and "('/docs" not in page
+    assert client.get("/docs/rules", headers=HTML).status_code == 200
+
 @pytest.mark.parametrize("path, script", [
     ("/tables/abc123", "js/table.js"),
     ("/tables/abc123/hands/2/replay", "js/replay.js"),
