@@ -634,3 +634,20 @@ def test_chart_labels_are_readable_on_a_phone(server, browser):
         settle(browser, "phone-chips-labels")
     finally:
         browser.set_window_size(1100, 1300)
+
+
+@pytest.mark.parametrize("guide", ["rules", "http", "hash-chain"])
+def test_the_guides_fit_a_phone_width_screen(server, browser, guide):
+    """The guides' code blocks and long digests (a 64-digit commitment) ran off a phone's
+    screen: the page scrolled sideways and lines were cut off (hash-chain: 340 px)."""
+    url, _ = server
+    browser.set_window_size(390, 844)
+    try:
+        browser.get(f"{url}/docs/{guide}")
+        wait_for("the guide", lambda: browser.find_elements(By.CSS_SELECTOR, "article.guide h1"))
+        overflow = browser.execute_script(
+            "return document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, f"{guide}: {overflow}px wider than the screen"
+        settle(browser, f"phone-guide-{guide}")
+    finally:
+        browser.set_window_size(1100, 1300)
