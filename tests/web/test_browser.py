@@ -651,3 +651,20 @@ def test_the_guides_fit_a_phone_width_screen(server, browser, guide):
         settle(browser, f"phone-guide-{guide}")
     finally:
         browser.set_window_size(1100, 1300)
+
+
+def test_no_void_is_offered_while_a_hand_is_being_played(server, browser):
+    """An auto-dealt table starts the next hand at once, and the API voids only the latest
+    settled hand of a table that has not started another: the admin view offered "Void hand
+    1" during hand 2 anyway, a button that could only be refused."""
+    url, _ = server
+    created = post(f"{url}/v1/tables", {"first_dealer": 0, "seats": [
+        {"name": "Ann"}, {"name": "Bot", "bot": "heuristic"}]})
+    tid, token, admin = created["id"], created["seats"][0]["token"], created["admin_token"]
+    table = play_first_hand_by_api(url, tid, token)
+    assert table["hand"]["number"] == 2 and table["hand"]["phase"] != "complete"
+    browser.get(f"{url}/tables/{tid}#token={admin}")
+    none = wait_for("the admin tools", lambda: (lambda e: e.is_displayed() and e)(
+        browser.find_element(By.ID, "void-none")))
+    assert none.text.startswith("Hand 2 is being played")
+    assert not browser.find_element(By.ID, "void-button").is_displayed()

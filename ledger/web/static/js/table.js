@@ -379,8 +379,10 @@ function voidedHands(book) {
 // The latest settled hand not yet voided: the one a scorer may void (API.md Corrections).
 function voidable(t, book) {
   const hand = t.hand;
-  if (!hand) return null;
-  let n = hand.phase === 'complete' ? hand.number : hand.number - 1;
+  // A hand in play (an auto-dealt table deals the next at once) bars every void: the API
+  // refuses it, so the page offers none.
+  if (!hand || hand.phase !== 'complete') return null;
+  let n = hand.number;
   const voided = voidedHands(book);
   if (hand.voided && hand.phase === 'complete') voided.add(hand.number);
   while (n > 0 && voided.has(n)) n -= 1;
@@ -395,6 +397,10 @@ async function renderAdmin(t) {
   const button = $('void-button');
   button.hidden = n === null;
   $('void-none').hidden = n !== null;
+  const playing = t.hand && t.hand.phase !== 'complete' && t.status === 'playing';
+  $('void-none').textContent = playing && t.hand.number > 1
+    ? `Hand ${t.hand.number} is being played: only the latest settled hand may be voided, before another starts.`
+    : 'No settled hand to void.';
   if (n !== null) {
     button.textContent = `Void hand ${n}`;
     button.dataset.hand = n;
