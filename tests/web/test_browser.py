@@ -506,6 +506,18 @@ def test_a_scorer_records_a_miss_with_the_tiles_drawn_from_the_admin_page(server
         By.CSS_SELECTOR, "#moves button.toggle")) == 6)
     assert not browser.find_element(By.ID, "problem").is_displayed()
     settle(browser, "table-recorded-miss")
+    # By keyboard: a tile chosen keeps the focus (the buttons are drawn anew on each choice;
+    # the focus fell to the page's top before, so each choice began with Tabbing back).
+    first = browser.find_element(By.CSS_SELECTOR, "#moves button.toggle")
+    tile = first.get_attribute("data-tile")
+    browser.execute_script("arguments[0].focus()", first)
+    browser.switch_to.active_element.send_keys(Keys.SPACE)
+    wait_for("the tile chosen", lambda: browser.find_element(
+        By.CSS_SELECTOR, f"#moves button.toggle[data-tile='{tile}']")
+        .get_attribute("aria-pressed") == "true")
+    focused = browser.switch_to.active_element
+    assert focused.get_attribute("data-tile") == tile, focused.tag_name
+    assert browser.find_element(By.ID, "discard-button").is_enabled()  # one tile, 3 seats
 
 
 def test_a_closed_tables_page_says_it_is_closed_not_waiting_for_a_move(server, browser):

@@ -172,6 +172,8 @@ function renderMoves(t) {
         onclick: () => {
           if (selected.has(tile)) selected.delete(tile); else selected.add(tile);
           renderMoves(table);
+          // The buttons are drawn anew: keep a keyboard player's place on this tile.
+          [...document.querySelectorAll('#moves button.toggle')].find((b) => b.dataset.tile === tile)?.focus();
         },
       }, tileEl(tile)))));
       const key = [...selected].sort().join(',');
