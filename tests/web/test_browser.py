@@ -454,6 +454,7 @@ def test_a_rounce_points_game_shows_points_from_15_not_chips_on_every_page(serve
     title = wait_for("the last hand", lambda: (lambda e: e.is_displayed() and e.text)(
         browser.find_element(By.ID, "last-hand-title")))
     assert title.startswith("Hand 1: points"), title
+    assert browser.find_element(By.CSS_SELECTOR, "#table-links a").text == "Points by hand"
 
     browser.get(f"{url}/tables/{tid}/chips")
     dots = wait_for("the chart", lambda: browser.find_elements(By.CSS_SELECTOR,
@@ -462,6 +463,7 @@ def test_a_rounce_points_game_shows_points_from_15_not_chips_on_every_page(serve
              for d in dots if d.get_attribute("data-hand") == "1"}
     assert shown == after_1  # no pool, and Rounce counts down from 15
     assert browser.find_element(By.ID, "chart-title").text == "Points after every hand"
+    assert browser.find_element(By.CSS_SELECTOR, "#chips-app h1").text == "How the points went"
     settle(browser, "chips-rounce")
 
     steps = get(f"{url}/v1/tables/{tid}/hands/1/replay?step=0", token)["steps"]

@@ -86,6 +86,7 @@ async function start() {
   const names = Object.fromEntries(accounts.map((a) => [a, a === 'pool' ? 'Pool' : seatName(table, Number(a.split(':')[1]))]));
   const rows = series(ledger, accounts, points);
   if (points) {
+    document.querySelector('#chips-app h1').textContent = 'How the points went';
     $('chart-title').textContent = 'Points after every hand';
     $('flows-title').textContent = 'Points in each hand';
   }

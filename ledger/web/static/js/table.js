@@ -323,6 +323,7 @@ function render(t) {
   $('moves-card').hidden = !!(t.viewer && t.viewer.role === 'spectator');
   const adminToken = sessionStorage.getItem('loo:admin:' + tableId);
   const links = $('table-links');
+  links.querySelector('a').textContent = t.scoring === 'points' ? 'Points by hand' : 'Chip flows';
   const club = new URLSearchParams(location.search).get('club');
   if (club && !links.querySelector('.club-link')) {
     links.append(' · ', el('a', { class: 'club-link', href: `/clubs/${encodeURIComponent(club)}/tables` }, 'The club\'s tables'));
