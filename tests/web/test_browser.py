@@ -682,3 +682,35 @@ def test_no_void_is_offered_while_a_hand_is_being_played(server, browser):
         browser.find_element(By.ID, "void-none")))
     assert none.text.startswith("Hand 2 is being played")
     assert not browser.find_element(By.ID, "void-button").is_displayed()
+
+
+def test_the_home_form_offers_no_pool_scoring_for_rounce(server, browser):
+    """Rounce is always scored in points (RULES.md §9): with Rounce chosen the form showed
+    Pool (chips) as chosen and started a points game anyway (web audit). Now Pool cannot be
+    chosen for Rounce, the form says why, and Loo offers both again."""
+    from selenium.webdriver.support.ui import Select
+
+    url, _ = server
+    browser.get(url + "/")
+    wait_for("the home page's form", lambda: browser.find_element(By.ID, "new-game"))
+    variant = Select(browser.find_element(By.NAME, "variant"))
+    scoring = browser.find_element(By.ID, "scoring-select")
+    pool = scoring.find_element(By.CSS_SELECTOR, "option[value=pool]")
+    assert Select(scoring).first_selected_option.get_attribute("value") == "pool"
+    variant.select_by_value("rounce")
+    assert Select(scoring).first_selected_option.get_attribute("value") == "points"
+    assert not pool.is_enabled()
+    note = browser.find_element(By.ID, "scoring-note")
+    assert note.is_displayed() and "always scored in points" in note.text
+    settle(browser, "home-rounce")
+    variant.select_by_value("loo")
+    assert pool.is_enabled() and not note.is_displayed()
+    Select(scoring).select_by_value("pool")
+    variant.select_by_value("rounce")
+    browser.find_element(By.CSS_SELECTOR, "#new-game button[type=submit]").click()
+    wait_for("the table page", lambda: "/tables/" in browser.current_url)
+    table_id = browser.current_url.rsplit("/", 1)[-1].split("#")[0]
+    admin = browser.execute_script("return sessionStorage.getItem(arguments[0])",
+                                   f"loo:admin:{table_id}")
+    table = get(f"{url}/v1/tables/{table_id}", admin)
+    assert (table["variant"], table["scoring"]) == ("rounce", "points")

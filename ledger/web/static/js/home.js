@@ -16,6 +16,21 @@ api('/openapi.json').then((spec) => (spec.ok && spec.data.paths && spec.data.pat
   }));
 });
 
+// Rounce is always scored in points (RULES.md §9): the form says so rather than taking a
+// Pool choice and starting a points game anyway.
+const variantSelect = form.elements.variant;
+const scoringSelect = document.getElementById('scoring-select');
+const scoringNote = document.getElementById('scoring-note');
+function fitScoring() {
+  const rounce = variantSelect.value === 'rounce';
+  const pool = scoringSelect.querySelector('option[value="pool"]');
+  pool.disabled = rounce;
+  if (rounce) scoringSelect.value = 'points';
+  scoringNote.hidden = !rounce;
+}
+variantSelect.addEventListener('change', fitScoring);
+fitScoring();
+
 form.addEventListener('submit', async (ev) => {
   ev.preventDefault();
   problem.hidden = true;
@@ -26,7 +41,7 @@ form.addEventListener('submit', async (ev) => {
   for (let i = 1; i < n; i++) seats.push({ name: 'Bot ' + 'ABC'[i - 1], bot });
   const variant = f.get('variant');
   const body = {
-    variant, scoring: variant === 'rounce' ? 'points' : f.get('scoring'), seats,
+    variant, scoring: f.get('scoring'), seats,
     first_dealer: 'lots', deal: 'shuffled',
     options: { auto_deal: true, ...(f.get('hints') ? { hints: true } : {}) },
   };
