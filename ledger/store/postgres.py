@@ -457,8 +457,25 @@ class PostgresStore:
         delivery cursors) that have no append-only trigger. Run as the owner."""
         if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", role):
             raise StoreError(f"bad role name {role!r}: lower-case letters, digits and _")
+        try:
+            self._grant_service_role(role, password)
+        except psycopg.Error as err:  # e.g. the owner may not create roles (no CREATEROLE)
+            why = " ".join(str(err).split())
+            raise StoreError(f"cannot set up role {role!r}: {why}") from None
+
+    def _grant_service_role(self, role: str, password: str | None) -> None:
         ident = psycopg.sql.Identifier(role)
         with self._conn() as conn, conn.transaction():
+            # Only the owner may grant on the tables; anyone else (the service role itself)
+            # would fail half-way or have PostgreSQL skip the grants with a mere warning.
+            owner = conn.execute(
+                "SELECT current_user, pg_has_role(current_user, c.relowner, 'MEMBER')"
+                " FROM pg_class c WHERE c.relname = 'events'"
+                " AND c.relnamespace = current_schema()::regnamespace").fetchone()
+            if owner is None or not owner[1]:
+                who = owner[0] if owner else "this role"
+                raise StoreError(f"{who} does not own the event store's tables: run `loo db "
+                                 "upgrade --service-role` with the owner's DATABASE_URL")
             exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s",
                                   (role,)).fetchone()
             if not exists:

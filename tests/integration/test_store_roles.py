@@ -155,3 +155,38 @@ def test_loo_db_upgrade_creates_the_service_role(pg_url: str, tmp_path, monkeypa
         with psycopg.connect(pg_url, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'.encode())
             admin.execute(f'DROP ROLE IF EXISTS "{role}"'.encode())
+
+
+def test_loo_db_upgrade_service_role_as_the_service_role_is_one_line_and_grants_nothing(
+        pg_url: str, monkeypatch) -> None:
+    """Only the owner may set up the service role: run as the service role itself,
+    `loo db upgrade --service-role` says so in one line (exit 2), never a traceback, and
+    creates no role (before: psycopg's InsufficientPrivilege as a traceback)."""
+    from click.testing import CliRunner
+
+    from ledger.cli.main import main
+
+    role, other = (f"loo_service_{uuid.uuid4().hex[:10]}" for _ in range(2))
+    name = f"loo_roles_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"'.encode())
+    owner_url = f"{pg_url.rsplit('/', 1)[0]}/{name}"
+    try:
+        monkeypatch.setenv("DATABASE_URL", owner_url)
+        made = CliRunner().invoke(main, ["db", "upgrade", "--service-role", role])
+        assert made.exit_code == 0, made.output
+        monkeypatch.setenv("DATABASE_URL", owner_url.replace("postgres@", f"{role}@", 1))
+        for target in (other, role):
+            r = CliRunner().invoke(main, ["db", "upgrade", "--service-role", target])
+            assert r.exit_code == 2, r.output
+            assert r.exception is None or isinstance(r.exception, SystemExit)
+            assert "Traceback" not in r.output and len(r.output.strip().splitlines()) == 1
+            assert "owner's DATABASE_URL" in r.output, r.output
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            assert admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s",
+                                 (other,)).fetchone() is None
+    finally:
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'.encode())
+            admin.execute(f'DROP ROLE IF EXISTS "{role}"'.encode())
+            admin.execute(f'DROP ROLE IF EXISTS "{other}"'.encode())
