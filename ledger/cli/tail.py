@@ -123,11 +123,34 @@ def line_for(f: Frame) -> str:
     return f"{f.id}{where} v{doc.get('version')} {f.event}{hand} {data}"
 
 
+def _service_url(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    """--url: an http(s) URL with a host and a valid port, or a usage error naming it."""
+    try:
+        parts = urlsplit(value)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+        _ = parts.port  # ValueError when out of range or not a number
+    except ValueError:
+        ok = False
+    if not ok:
+        raise click.BadParameter(f"{value!r} is not an http:// or https:// URL of the service "
+                                 "(e.g. http://127.0.0.1:8000)")
+    return value
+
+
+def _refusal(err: StreamRefused) -> str:
+    """The service's refusal in one line: its problem+json `detail` and `code` if it sent one."""
+    try:
+        doc = json.loads(err.body)
+        return f"HTTP {err.status} {doc['code']}: {doc['detail']}"
+    except (ValueError, TypeError, KeyError):
+        return str(err)
+
+
 @click.command("tail")
 @click.argument("table", required=False)
 @click.option("--club", "club_id", default=None, help="follow a club's feed instead")
 @click.option("--url", envvar="LOO_URL", default="http://127.0.0.1:8000", show_default=True,
-              help="the service (env LOO_URL)")
+              callback=_service_url, help="the service (env LOO_URL)")
 @click.option("--token", envvar="LOO_TOKEN", required=True,
               help="a token of the table or club (env LOO_TOKEN)")
 @click.option("--after", type=click.IntRange(min=0), default=0, show_default=True,
@@ -148,7 +171,7 @@ def tail_cmd(table: str | None, club_id: str | None, url: str, token: str, after
             click.echo(line_for(f))
             sys.stdout.flush()
     except StreamRefused as err:
-        raise click.ClickException(str(err)) from None
+        raise click.ClickException(_refusal(err)) from None
     except OSError as err:
         raise click.ClickException(f"cannot follow {url}{path}: {err}") from None
     except KeyboardInterrupt:
