@@ -35,6 +35,20 @@ def _clubs() -> Iterator[Clubs]:
         container.close()
 
 
+def _valid(schema: str, body: dict[str, Any], hints: dict[str, str]) -> None:
+    """What the API would refuse (schemas/requests.py) is a usage error here, naming it."""
+    from marshmallow import ValidationError
+
+    import schemas.requests as rq
+
+    try:
+        getattr(rq, schema)().load(body)
+    except ValidationError as err:
+        field, said = next(iter(err.normalized_messages().items()))
+        text = "; ".join(str(m).rstrip(".") for m in said) if isinstance(said, list) else str(said)
+        raise click.BadParameter(text, param_hint=hints.get(field, field)) from None
+
+
 @click.group("club", short_help="Clubs: create one, add and list its members.")
 def club_cmd() -> None:
     """A club keeps its members, seasons and tables (see the README's club walk-through)."""
@@ -44,8 +58,7 @@ def club_cmd() -> None:
 @click.argument("name")
 def create_cmd(name: str) -> None:
     """Create club NAME; prints its id and the first owner token (shown once)."""
-    if not name.strip() or len(name) > 60:
-        raise click.BadParameter("a club name is 1 to 60 characters", param_hint="NAME")
+    _valid("ClubIn", {"name": name}, {"name": "NAME"})
     with _clubs() as clubs:
         loaded, token = clubs.create(name.strip(), None, None)
     click.echo(f"club {loaded.id} ({loaded.club.name})")
@@ -63,8 +76,8 @@ def members_cmd() -> None:
 @click.option("--external-id", default=None, help="the club's own membership number")
 def members_add(club_id: str, name: str, external_id: str | None) -> None:
     """Add member NAME to CLUB; prints the new member's id."""
-    if not name.strip() or len(name) > 60:
-        raise click.BadParameter("a member's name is 1 to 60 characters", param_hint="NAME")
+    _valid("MemberIn", {"name": name, "external_id": external_id},
+           {"name": "NAME", "external_id": "--external-id"})
     with _clubs() as clubs:
         mid = clubs.new_id("mem_", f"member|{club_id}", None)
         clubs.execute(club_id, lambda c: cl.join(c, mid, name.strip(), external_id))

@@ -51,3 +51,25 @@ def test_a_scorer_creates_a_club_adds_members_and_reads_the_standings(tmp_path, 
     assert "Ann" in text.output
     missing = run(main, ["standings", "--club", "club_nope"])
     assert missing.exit_code == 1 and "no club" in missing.output
+
+
+def test_the_club_commands_refuse_what_the_api_refuses_and_write_nothing(tmp_path, monkeypatch):
+    """One path for every writer: a name with control characters (a newline broke the
+    tab-separated `members list`), an empty or 101-character external id were written by the
+    CLI though the API refuses them (422). Now a usage error naming the value, exit 2."""
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path}/club.db")
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    run = CliRunner().invoke
+    for name in ["Bad\x07Name", "A\nB", "   ", "z" * 61]:
+        r = run(main, ["club", "create", name])
+        assert r.exit_code == 2 and "Invalid value for NAME" in r.output, r.output
+    club_id = run(main, ["club", "create", "Red Lion"]).output.split()[1]
+    for args, hint in [(["A\nB"], "NAME"), (["An\x01n"], "NAME"), (["x" * 61], "NAME"),
+                       (["Ann", "--external-id", ""], "--external-id"),
+                       (["Ann", "--external-id", "y" * 101], "--external-id")]:
+        r = run(main, ["club", "members", "add", club_id, *args])
+        assert r.exit_code == 2, r.output
+        assert f"Invalid value for {hint}" in r.output and "Traceback" not in r.output
+    assert run(main, ["club", "members", "list", club_id]).output == ""
+    ok = run(main, ["club", "members", "add", club_id, "Ann", "--external-id", "y" * 100])
+    assert ok.exit_code == 0 and ok.output.startswith("mem_"), ok.output
