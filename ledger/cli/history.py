@@ -67,7 +67,8 @@ def export_cmd(table_id: str, output: IO[bytes], number: int | None) -> None:
     store = open_database(Settings.from_env())
     try:
         up_to = store.version(table_id)
-        if not up_to:
+        first = store.load(table_id, 0, 1) if up_to else []
+        if not up_to or (first and first[0].type != "table_created"):  # a club's stream
             raise click.ClickException(f"no table {table_id!r}")
         checkpoints = store.checkpoints(table_id)
         hands = sum(1 for cp in checkpoints)

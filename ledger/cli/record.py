@@ -37,7 +37,9 @@ def _events_of(table_id: str) -> list[StoredEvent]:
                                    f"event's data is not JSON ({err})") from err
     finally:
         store.close()
-    if not stored:
+    # A stream that begins with another event is no table (a club's); one whose first event
+    # is gone is a damaged table, for the audit to report.
+    if not stored or (stored[0].version == 1 and stored[0].type != "table_created"):
         raise click.ClickException(f"no table {table_id!r}")
     return stored
 
