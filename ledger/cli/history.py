@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
+import tempfile
+from collections.abc import Iterator
 from typing import IO, Any
 
 import click
@@ -54,12 +58,41 @@ def verify_cmd(file: IO[bytes], key_text: str | None) -> None:
     click.echo(f"OK: {count} hand(s) verified{signed}")
 
 
+@contextlib.contextmanager
+def _whole_file(path: str) -> Iterator[IO[bytes]]:
+    """Standard output for "-"; otherwise a file written whole or not at all: the lines go
+    to a temporary file beside it, which takes its name only when the export is complete.
+    Interrupted (Ctrl-C, a lost database), the temporary file is removed: a partial export
+    would still verify, hand by hand, as a shorter history."""
+    if path == "-":
+        with click.open_file("-", "wb") as stdout:
+            yield stdout
+        return
+    target = os.path.abspath(path)
+    fd, part = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".part",
+                                dir=os.path.dirname(target))
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)  # as open() would have made it, not mkstemp's 0600
+        with os.fdopen(fd, "wb") as f:
+            yield f
+        os.replace(part, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(part)
+        raise
+
+
 @click.command("export", short_help="Write a table's complete hands as loo-hh NDJSON.")
 @click.argument("table_id")
-@click.option("-o", "--output", type=click.File("wb"), default="-", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True, allow_dash=True),
+              default="-", show_default=True,
+              help="the file to write (whole or not at all: an interrupted export leaves "
+                   "no file, nor changes one that was there)")
 @click.option("--hand", "number", type=click.IntRange(min=1), default=None,
               help="only this hand, as one file")
-def export_cmd(table_id: str, output: IO[bytes], number: int | None) -> None:
+def export_cmd(table_id: str, output: str, number: int | None) -> None:
     """Export TABLE_ID's complete hands from DATABASE_URL as loo-hh 1.0 (NDJSON)."""
     from ledger.app.history import table_history_ndjson
     from ledger.bootstrap import Settings, open_database
@@ -73,19 +106,19 @@ def export_cmd(table_id: str, output: IO[bytes], number: int | None) -> None:
         checkpoints = store.checkpoints(table_id)
         hands = sum(1 for cp in checkpoints)
         count = 0
-        with _progress(hands, "exporting") as bar:
+        with _progress(hands, "exporting") as bar, _whole_file(output) as out:
             task = bar.add_task("export", total=hands or None)
             for line in table_history_ndjson(table_id,
                                              lambda a, b: store.load_raw(table_id, a, b),
                                              up_to, checkpoints, (lambda n: n == number)
                                              if number else (lambda n: True)):
-                output.write(line)
+                out.write(line)
                 count += 1
                 bar.advance(task)
+            if number and not count:  # (no file is left for it)
+                raise click.ClickException(f"hand {number} of table {table_id} is not complete")
     finally:
         store.close()
-    if number and not count:
-        raise click.ClickException(f"hand {number} of table {table_id} is not complete")
     click.echo(f"exported {count} hand(s) of table {table_id}", err=True)
 
 

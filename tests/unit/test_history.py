@@ -454,3 +454,56 @@ def test_a_json_array_of_files_is_read_alike_on_one_line_or_several():
     for text in (one_line, several):
         got = list(verify_stream(documents(io.BytesIO(text))))
         assert [v.number for v in got] == [d["hand"]["number"] for d in docs]
+
+
+def test_an_interrupted_loo_export_leaves_no_file_and_keeps_the_one_there(tmp_path,
+                                                                          monkeypatch):
+    """`loo export -o FILE` wrote as it went: stopped (Ctrl-C, a lost database) it left the
+    hands so far, a file that verifies as a shorter history (CLI audit). Now the file is
+    written whole or not at all, and one already there is kept as it was."""
+    import os
+    import stat
+
+    from click.testing import CliRunner
+
+    import ledger.app.history as history
+    from ledger.cli.main import main
+
+    led, tid = play("loo", "points", 3, "results", seed=17, hands=3)
+    text = "".join(json.dumps(d) + "\n" for d in export(led, tid))
+    env = {"DATABASE_URL": f"sqlite:///{tmp_path}/loo.db"}
+    r = CliRunner().invoke(main, ["import", "-"], input=text, env=env)
+    assert r.exit_code == 0, r.output
+    new = json.loads(r.output.strip().splitlines()[-1])["id"]
+    out = tmp_path / "hands.ndjson"
+    r = CliRunner().invoke(main, ["export", new, "-o", str(out)], env=env)
+    assert r.exit_code == 0, r.output
+    whole = out.read_bytes()
+    assert len(whole.splitlines()) == 3
+    assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~_umask()
+    real = history.table_history_ndjson
+
+    def stopped_after_one(*args, **kwargs):
+        for i, line in enumerate(real(*args, **kwargs)):
+            if i == 1:
+                raise KeyboardInterrupt
+            yield line
+
+    monkeypatch.setattr(history, "table_history_ndjson", stopped_after_one)
+    for target in (out, tmp_path / "new.ndjson"):
+        r = CliRunner().invoke(main, ["export", new, "-o", str(target)], env=env)
+        assert r.exit_code != 0
+        assert target.read_bytes() == whole if target == out else not target.exists()
+    r = CliRunner().invoke(main, ["export", new, "--hand", "9", "-o", str(tmp_path / "9")],
+                           env=env)
+    assert r.exit_code == 1 and "hand 9" in r.output and not (tmp_path / "9").exists()
+    assert sorted(os.listdir(tmp_path)) == ["hands.ndjson", "loo.db"] + sorted(
+        p for p in os.listdir(tmp_path) if p.startswith("loo.db") and p != "loo.db")
+
+
+def _umask() -> int:
+    import os
+
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
