@@ -598,6 +598,9 @@ class ClubHistoryResource(MethodView):
             return date.fromisoformat(raw).isoformat()
 
         f, _, _ = lists.query({"season": lists.text, "since": day, "until": day}, lists.WHOLE)
+        if f.get("since", "") > f.get("until", "9999-12-31"):  # a range nothing can be in
+            raise Invalid("invalid_filter", f"until {f['until']} is before since {f['since']}: "
+                          "the range is inclusive, since first", field="until")
         links = [t for t in named(clubs().load(club_id).club, f).tables
                  if f.get("season", t.season) == t.season
                  and f.get("since", "") <= t.created_at[:10]

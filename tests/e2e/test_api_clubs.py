@@ -309,6 +309,12 @@ def test_club_history_streams_every_complete_hand_of_its_tables(club: Club):
     assert {d["table"]["id"] for d in only} == {a.id}
     assert lg.get("/history?until=2000-01-01").data == b""
     assert lg.get("/history?since=yesterday").status_code == 422
+    # An inverted range was an empty 200, silently (history audit): API.md Lists' "a bad
+    # value is a 422". One day (since = until) is a range; so is either end alone.
+    r = lg.get("/history?since=2030-01-02&until=2030-01-01")
+    assert r.status_code == 422 and r.get_json()["code"] == "invalid_filter"
+    assert "before since" in r.get_json()["detail"]
+    assert lg.get("/history?since=2000-01-01&until=2000-01-01").status_code == 200
 
 
 def test_a_club_table_created_twice_with_one_idempotency_key_is_one_table(club: Club):
