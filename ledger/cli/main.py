@@ -63,6 +63,11 @@ class LooGroup(click.Group):
             fail(str(err))
         except StoreUnavailable as err:
             fail(f"DATABASE_URL: {one_line(err)}")
+        except KeyboardInterrupt:
+            # Ctrl-C: the shell's convention (128 + SIGINT), as `loo play` ends, rather than
+            # click's "Aborted!" and status 1, which reads like a failure of the command.
+            click.echo("\ninterrupted", err=True)
+            raise SystemExit(130) from None
 
 
 def fail(message: str) -> None:

@@ -409,3 +409,19 @@ def test_play_piped_into_a_reader_that_leaves_closes_the_table_quietly(tmp_path)
     [t_status] = [e.data for e in _store({"DATABASE_URL": url}).load(table_id)
                   if e.type == "table_closed"]
     assert t_status is not None
+
+
+def test_ctrl_c_in_any_command_exits_130_without_a_traceback(env, monkeypatch):
+    """Other commands ended on Ctrl-C with click's "Aborted!" and status 1, read as the
+    command's failure (CLI audit): every command now exits 130, as `loo play` does, saying
+    it was interrupted, and writes nothing after."""
+    import ledger.app.verify as verify
+
+    def interrupted(*_args: Any, **_kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(verify, "verify_stream", interrupted)
+    result = CliRunner().invoke(main, ["verify", "-"], input='{"format": "loo-hh"}\n', env=env)
+    assert result.exit_code == 130, result.output
+    assert "interrupted" in result.output and "Aborted" not in result.output
+    assert "Traceback" not in result.output
