@@ -540,16 +540,22 @@ def test_a_closed_tables_page_says_it_is_closed_not_waiting_for_a_move(server, b
     settle(browser, "table-closed")
 
 
-def test_the_dealer_tagged_is_the_one_who_dealt_the_hand_shown(server, browser):
-    """Once a hand is complete the table's `dealer` is the next hand's; the page tagged that
-    seat "dealer" beside the complete hand's decisions, as if it had dealt it."""
-    url, _ = server
+def results_table_with_one_hand(url: str) -> tuple[str, str]:
+    """A four-seat results table, dealer seat 0, whose hand 1 is entered: (id, admin token)."""
     created = post(f"{url}/v1/tables", {"deal": "results", "first_dealer": 0, "seats": [
         {"name": n} for n in ("Ann", "Bob", "Cat", "Dan")]})
     tid, admin = created["id"], created["admin_token"]
     post(f"{url}/v1/tables/{tid}/hands", {"result": {
         "decisions": {"0": "play", "1": "play", "2": "drop", "3": "play"},
         "tricks": {"0": 3, "1": 2, "2": 0, "3": 0}}}, admin)
+    return tid, admin
+
+
+def test_the_dealer_tagged_is_the_one_who_dealt_the_hand_shown(server, browser):
+    """Once a hand is complete the table's `dealer` is the next hand's; the page tagged that
+    seat "dealer" beside the complete hand's decisions, as if it had dealt it."""
+    url, _ = server
+    tid, admin = results_table_with_one_hand(url)
     table = get(f"{url}/v1/tables/{tid}", admin)
     assert (table["hand"]["phase"], table["hand"]["dealer"], table["dealer"]) == ("complete", 0, 1)
     browser.get(f"{url}/tables/{tid}#token={admin}")
@@ -581,12 +587,7 @@ def test_a_results_hand_replays_as_verified_and_a_voided_one_says_so(server, bro
     failed: this record does not verify" for a sound record, and a voided hand was not
     marked. The seed checks are not applicable there; the hash chain is still checked."""
     url, _ = server
-    created = post(f"{url}/v1/tables", {"deal": "results", "first_dealer": 0, "seats": [
-        {"name": n} for n in ("Ann", "Bob", "Cat", "Dan")]})
-    tid, admin = created["id"], created["admin_token"]
-    post(f"{url}/v1/tables/{tid}/hands", {"result": {
-        "decisions": {"0": "play", "1": "play", "2": "drop", "3": "play"},
-        "tricks": {"0": 3, "1": 2, "2": 0, "3": 0}}}, admin)
+    tid, admin = results_table_with_one_hand(url)
     post(f"{url}/v1/tables/{tid}/hands/1/void", {"reason": "tricks for the wrong seat"}, admin)
     assert get(f"{url}/v1/tables/{tid}/audit", admin)["ok"] is True  # the record is sound
     browser.get(f"{url}/tables/{tid}/hands/1/replay#token={admin}")

@@ -187,14 +187,7 @@ def test_rounce_standings_chart_counts_down_from_15_as_the_points_do(club, membe
         "seats": [{"member": members[0]}, {"member": members[3]}]})
     ok(base, "POST", f"/v1/tables/{made['id']}/hands", token, {"result": {
         "decisions": {"0": "play", "1": "play"}, "tricks": {"0": 3, "1": 2}}})
-    open_standings(browser, base, cid, season)
-    wait_for("the pool standings first", lambda: browser.find_element(
-        By.CSS_SELECTOR, "#standings tbody").get_attribute("data-loaded")
-        == f"season={season}&scoring=pool")
-    browser.find_element(By.CSS_SELECTOR, "select[name=scoring] option[value=points]").click()
-    wait_for("the points standings", lambda: browser.find_element(
-        By.CSS_SELECTOR, "#standings tbody").get_attribute("data-loaded")
-        == f"season={season}&scoring=points")
+    open_points_standings(browser, base, cid, season)
     api = check_standings(club, browser, season, "points")
     assert sorted(r["points"] for r in api["rows"]) == [12, 13]
     settle(browser, "club-standings-rounce")
@@ -235,6 +228,18 @@ def open_standings(browser: Any, base: str, cid: str, season: str) -> None:  # n
     keep its other filters)."""
     browser.get("about:blank")
     browser.get(f"{base}/clubs/{cid}/standings#season={season}")
+
+
+def open_points_standings(browser: Any, base: str, cid: str, season: str) -> None:  # noqa: F811
+    """The season's standings page, which opens on pool scoring, switched to points."""
+    open_standings(browser, base, cid, season)
+    wait_for("the pool standings first", lambda: browser.find_element(
+        By.CSS_SELECTOR, "#standings tbody").get_attribute("data-loaded")
+        == f"season={season}&scoring=pool")
+    browser.find_element(By.CSS_SELECTOR, "select[name=scoring] option[value=points]").click()
+    wait_for("the points standings", lambda: browser.find_element(
+        By.CSS_SELECTOR, "#standings tbody").get_attribute("data-loaded")
+        == f"season={season}&scoring=points")
 
 
 def standings_on_page(browser: Any) -> dict[str, dict[str, str]]:  # noqa: F811
@@ -301,14 +306,7 @@ def test_points_standings_chart_the_points(club, members, season, browser):  # n
         "options": {"target": 50}, "seats": [{"member": m} for m in members]})
     for result in (RESULT_B, RESULT_A, RESULT_B):
         ok(base, "POST", f"/v1/tables/{made['id']}/hands", token, {"result": result})
-    open_standings(browser, base, cid, season)
-    wait_for("the pool standings first", lambda: browser.find_element(
-        By.CSS_SELECTOR, "#standings tbody").get_attribute("data-loaded")
-        == f"season={season}&scoring=pool")
-    browser.find_element(By.CSS_SELECTOR, "select[name=scoring] option[value=points]").click()
-    wait_for("the points standings", lambda: browser.find_element(
-        By.CSS_SELECTOR, "#standings tbody").get_attribute("data-loaded")
-        == f"season={season}&scoring=points")
+    open_points_standings(browser, base, cid, season)
     api = check_standings(club, browser, season, "points")
     assert any(r["points"] for r in api["rows"])
     assert browser.find_element(By.ID, "season-chart-title").text == "Points over the season"
