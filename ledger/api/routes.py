@@ -136,7 +136,10 @@ PROBLEM_RESPONSES = {
                              "schema": {"type": "string"}}}},
     "FORBIDDEN": _problem("The token opens this resource but may not do this (admin_only, "
                           "read_only_token, not_your_seat, role_not_allowed, ...)"),
-    "NOT_FOUND": _problem("No such table, club, hand or other resource"),
+    "NOT_FOUND": _problem("No such table, club, hand or other resource: not_found, or "
+                          "<thing>_not_found for the thing the path names (table_not_found, "
+                          "hand_not_found, club_not_found, member_not_found, season_not_found, "
+                          "token_not_found, webhook_not_found, spectator_not_found)"),
     "BAD_REQUEST": _problem("The body is not JSON (malformed_json), or a header is malformed "
                             "(invalid_idempotency_key, invalid_last_event_id)"),
     "CONFLICT": _problem("The write lost a race or repeats something: version_conflict (a "

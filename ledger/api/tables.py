@@ -167,7 +167,8 @@ class SpectatorResource(MethodView):
         for s in live_spectators(table_id):
             if s["id"] == spectator_id:
                 return s
-        raise NotFound("unknown_spectator", f"this table has no spectator token {spectator_id}")
+        raise NotFound("spectator_not_found",
+                       f"this table has no spectator token {spectator_id}")
 
     @blp.doc(parameters=lists.params({"expected_version": lists.TABLE_VERSION}, lists.WHOLE))
     @blp.response(204)

@@ -138,7 +138,7 @@ def test_a_201_for_a_token_season_or_spectator_carries_the_location_that_reads_i
                  403, "admin_only")
     assert club.c.delete(r.headers["Location"], headers=club.auth(t.admin)).status_code == 204
     club.problem(club.c.get(r.headers["Location"], headers=club.auth(t.admin)), 404,
-                 "unknown_spectator")
+                 "spectator_not_found")
 
     spec = club.c.get("/openapi.json").get_json()
     for path, item in (("/v1/clubs/{club_id}/tokens", "/v1/clubs/{club_id}/tokens/{token_id}"),

@@ -81,7 +81,7 @@ def test_revoked_at_once_and_only_the_admin_manages_spectators(club: Club):
     assert r.status_code == 204
     club.problem(club.get(t, made["token"]), 401, "invalid_token")
     r = club.c.delete(f"/v1/tables/{t.id}/spectators/{made['id']}", headers=club.auth(t.admin))
-    club.problem(r, 404, "unknown_spectator")
+    club.problem(r, 404, "spectator_not_found")
     assert club.get(t, path="/spectators").get_json()["items"] == []
     other = club.create(first_dealer=0)
     spy = _spectator(club, other)["token"]

@@ -203,7 +203,7 @@ def add_spectator(t: Table, id_: str, token_hash: str, label: str | None) -> lis
 
 def revoke_spectator(t: Table, id_: str) -> list[ev.Event]:
     if not any(sid == id_ for sid, _ in t.spectators):
-        raise NotFound("unknown_spectator", f"this table has no spectator token {id_}")
+        raise NotFound("spectator_not_found", f"this table has no spectator token {id_}")
     return [ev.SpectatorRevoked(id=id_)]
 
 
