@@ -66,8 +66,24 @@ class LooGroup(click.Group):
         except KeyboardInterrupt:
             # Ctrl-C: the shell's convention (128 + SIGINT), as `loo play` ends, rather than
             # click's "Aborted!" and status 1, which reads like a failure of the command.
-            click.echo("\ninterrupted", err=True)
-            raise SystemExit(130) from None
+            interrupted()
+        except click.Abort as err:
+            # click.prompt / click.confirm turn both Ctrl-C and the end of the input into
+            # Abort ("Aborted!", status 1), keeping what they caught as the context: Ctrl-C at
+            # a prompt is an interruption like any other; the input ending there is the
+            # command's failure, said so. An Abort a command raises itself stays click's.
+            if isinstance(err.__context__, KeyboardInterrupt):
+                interrupted()
+            if isinstance(err.__context__, EOFError):
+                click.echo("\nerror: the input ended at a prompt, before an answer", err=True)
+                raise SystemExit(1) from None
+            raise
+
+
+def interrupted() -> None:
+    """Ctrl-C: one line on stderr, exit status 130, never a traceback."""
+    click.echo("\ninterrupted", err=True)
+    raise SystemExit(130) from None
 
 
 def fail(message: str) -> None:
