@@ -297,6 +297,17 @@ class WebhookOut(Open):
     url = fields.String()
     events = fields.List(fields.String())
     created_at = fields.String()
+    status = fields.String(validate=validate.OneOf(("active", "disabled")), metadata={
+        "description": "disabled: its receiver answered 410 Gone, nothing is delivered "
+                       "until POST .../enable"})
+    disabled = fields.Boolean()
+    disabled_reason = fields.String(allow_none=True, metadata={
+        "description": "why delivery stopped (the receiver's answer), while disabled"})
+    disabled_at = fields.String(allow_none=True, metadata={
+        "description": "when delivery stopped (UTC), while disabled"})
+    disabled_position = fields.Integer(allow_none=True, metadata={
+        "description": "the position of the event whose message was answered 410: "
+                       "delivery resumes with it"})
 
 
 class WebhookCreatedOut(WebhookOut):

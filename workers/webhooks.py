@@ -44,7 +44,8 @@ def _live(led: Ledger, club_id: str) -> list[str]:
         club = Clubs(led).load(club_id).club
     except Exception:  # noqa: BLE001 - no such club: nothing to deliver
         return []
-    return [w.id for w in club.webhooks if not w.removed]
+    # A disabled endpoint (its receiver answered 410) gets no run until it is enabled.
+    return [w.id for w in club.webhooks if not w.removed and w.disabled is None]
 
 
 def for_club(club_id: str, *, ledger: Ledger | None = None) -> int:

@@ -227,7 +227,12 @@ class TokenResource(MethodView):
 
 
 def webhook_out(w: cl.Webhook) -> dict[str, Any]:
-    return {"id": w.id, "url": w.url, "events": list(w.events), "created_at": w.created_at}
+    off = w.disabled
+    return {"id": w.id, "url": w.url, "events": list(w.events), "created_at": w.created_at,
+            "status": "disabled" if off else "active", "disabled": off is not None,
+            "disabled_reason": off.reason if off else None,
+            "disabled_at": off.at if off else None,
+            "disabled_position": off.position if off else None}
 
 
 @blp.route("/<club_id>/webhooks")
@@ -257,7 +262,8 @@ class WebhooksResource(MethodView):
     @blp.doc(parameters=lists.params())
     @blp.response(200, ListOut)
     def get(self, club_id: str) -> Any:
-        """The club's live webhook endpoints, without their secrets (owner)."""
+        """The club's webhook endpoints not removed (disabled ones too, with `status`
+        "disabled"), without their secrets (owner)."""
         _, limit, offset = lists.query({})
         items = [webhook_out(w) for w in clubs().load(club_id).club.webhooks if not w.removed]
         return lists.page(items, limit, offset)
@@ -276,6 +282,20 @@ class WebhookResource(MethodView):
         and Idempotency-Key as every write (a repeat with the key answers 204 again)."""
         _write(club_id, query_version(), lambda club: cl.remove_webhook(club, webhook_id))
         return ""
+
+
+@blp.route("/<club_id>/webhooks/<webhook_id>/enable")
+class WebhookEnableResource(MethodView):
+    @blp.arguments(WriteIn)
+    @blp.response(200, WebhookOut)
+    def post(self, body: dict[str, Any], club_id: str, webhook_id: str) -> Any:
+        """Enable a disabled endpoint again (owner): one whose receiver answered 410 Gone is
+        disabled by the delivery worker (`status` "disabled", `disabled_reason`); this
+        appends `webhook_enabled` and delivery resumes with the message answered 410,
+        nothing skipped. An endpoint that is not disabled is answered as it is (nothing
+        appended). expected_version and Idempotency-Key as every write."""
+        loaded = _write(club_id, body, lambda club: cl.enable_webhook(club, webhook_id))
+        return webhook_out(loaded.club.webhook(webhook_id))
 
 
 @blp.route("/<club_id>/webhooks/<webhook_id>/deliveries")

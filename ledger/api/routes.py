@@ -238,6 +238,7 @@ OPERATION_IDS = {
     ("post", CLUB + "/webhooks"): "addWebhook",
     ("get", CLUB + "/webhooks/{webhook_id}"): "getWebhook",
     ("delete", CLUB + "/webhooks/{webhook_id}"): "deleteWebhook",
+    ("post", CLUB + "/webhooks/{webhook_id}/enable"): "enableWebhook",
     ("get", CLUB + "/webhooks/{webhook_id}/deliveries"): "listWebhookDeliveries",
     ("get", CLUB + "/members"): "listMembers",
     ("post", CLUB + "/members"): "addMember",
@@ -263,6 +264,7 @@ SAME_CALLER = "$request.header.Authorization"  # the token the request was made 
 
 # Writes whose body takes `expected_version` (the stream's version the caller last saw).
 VERSIONED = {"closeTable", "addSpectator", "startHand", "act", "voidHand", "addWebhook",
+             "enableWebhook",
              "addMember", "updateMember", "archiveMember", "startSeason", "closeSeason"}
 
 
@@ -378,6 +380,7 @@ LINKS: dict[tuple[str, str], dict[str, Any]] = {
     ("addWebhook", "201"): _same_club((
         ("GetWebhook", "getWebhook", "The new webhook"),
         ("DeleteWebhook", "deleteWebhook", "Delete the new webhook"),
+        ("EnableWebhook", "enableWebhook", "Enable the new webhook again (once disabled)"),
         ("ListWebhookDeliveries", "listWebhookDeliveries", "The new webhook's deliveries")),
         "webhook_id"),
     ("addMember", "201"): _same_club((

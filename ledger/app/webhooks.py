@@ -9,8 +9,19 @@
 - One delivery run per endpoint at a time (a lease on its cursor row): it POSTs the owed
   events one by one in position order and moves the cursor after each 2xx; a failure is
   logged and retried later with exponential backoff (LOO_WEBHOOK_RETRY_BASE seconds,
-  doubling, at most LOO_WEBHOOK_RETRY_MAX apart, never given up: nothing after it is
-  delivered before it). The same message keeps its `webhook-id` on every retry.
+  doubling, at most LOO_WEBHOOK_RETRY_MAX apart, each wait up to a fifth shorter at random
+  so endpoints that failed together do not retry in lockstep; a 429 or 503 with
+  Retry-After waits what the receiver asked, within the same bounds; never given up:
+  nothing after it is delivered before it).
+- One message, one body: the same message keeps its `webhook-id` and its bytes on every
+  attempt (only the timestamp and signature are new). Its body is the club feed's event as
+  it stood at the event's own position (a table's event redacted as the table was then),
+  so neither a retry after the hand completed nor a run that resends after a crash sends
+  other bytes under the same `webhook-id`.
+- A receiver answering 410 Gone has no endpoint there any more: the attempt is logged, the
+  worker appends `webhook_disabled` to the club's stream and delivers nothing more to it
+  until the owner appends `webhook_enabled` (POST .../webhooks/{wid}/enable); delivery then
+  resumes with the message that was answered 410, nothing skipped.
 - SSRF guard: a URL whose host resolves to a loopback, private, link-local, multicast,
   reserved or unspecified address is refused at registration (422) and again at every
   delivery (re-resolved; the connection goes to the address checked), unless
@@ -25,23 +36,27 @@ import hmac
 import ipaddress
 import logging
 import os
+import random
 import socket
 import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC
 from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
 
-from ledger.app.feed import PAGE, club_feed
-from ledger.app.projector import decode
+from ledger.app.feed import PAGE, SPECTATOR, club_event, table_events
+from ledger.app.projector import Projection, decode, project
 from ledger.app.service import Ledger
+from ledger.app.views import live_hand
 from ledger.core import club as cl
 from ledger.core import events as ev
 from ledger.core.errors import Invalid, NotFound
+from ledger.store.base import StoredEvent
 
 log = logging.getLogger(__name__)
 
@@ -117,9 +132,44 @@ class WebhookConfig:
                    retry_max=number("LOO_WEBHOOK_RETRY_MAX", 3600.0, 7 * 86400),
                    timeout=number("LOO_WEBHOOK_TIMEOUT", 10.0, 600))
 
-    def backoff(self, attempt: int) -> float:
-        """Seconds before retry number `attempt` (1, 2, ...): doubling, capped."""
-        return min(self.retry_max, self.retry_base * 2 ** min(attempt - 1, 40))
+    def backoff(self, attempt: int, rand: Callable[[], float] = random.random) -> float:
+        """Seconds before retry number `attempt` (1, 2, ...): doubling, capped at
+        retry_max, then up to a fifth shorter at random (`rand()` in [0, 1)): endpoints
+        that failed together (a receiver's outage) spread out instead of retrying in
+        lockstep, and no wait is ever longer than retry_max."""
+        return min(self.retry_max, self.retry_base * 2 ** min(attempt - 1, 40)) * (
+            1.0 - JITTER * min(max(rand(), 0.0), 1.0))
+
+    def wait(self, attempt: int, sent: Sent, now: float,
+             rand: Callable[[], float] = random.random) -> float:
+        """Seconds before the next attempt after failed attempt number `attempt`: what a
+        429 or 503's Retry-After asks (seconds, or an HTTP date), at least retry_base and
+        at most retry_max; else the backoff."""
+        if sent.status in (429, 503) and sent.retry_after is not None:
+            asked = retry_after_seconds(sent.retry_after, now)
+            if asked is not None:
+                return min(self.retry_max, max(self.retry_base, asked))
+        return self.backoff(attempt, rand)
+
+
+JITTER = 0.2  # a retry's wait is up to this fraction shorter, at random
+
+
+def retry_after_seconds(value: str, now: float) -> float | None:
+    """A Retry-After header's wait in seconds from `now` (RFC 9110 10.2.3: a number of
+    seconds, or an HTTP date); None when it is neither. A date in the past is 0."""
+    from email.utils import parsedate_to_datetime
+
+    value = value.strip()
+    if value and value.isascii() and value.isdigit():
+        return float(value)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when.tzinfo is None:  # "-0000": an HTTP date is GMT all the same
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, when.timestamp() - now)
 
 
 # ---- SSRF guard ----------------------------------------------------------------------------
@@ -199,6 +249,7 @@ def _resolve(host: str, port: int) -> list[str]:
 class Sent:
     status: int | str  # the HTTP status, or timeout / refused / blocked / error
     duration_ms: int
+    retry_after: str | None = None  # the answer's Retry-After header, if it had one
 
     @property
     def ok(self) -> bool:
@@ -251,7 +302,7 @@ class Sender:
                                      preload_content=False)
             resp.read(65536)  # enough to finish; the answer's body is not kept
             resp.release_conn()
-            return Sent(resp.status, took())
+            return Sent(resp.status, took(), resp.headers.get("Retry-After"))
         except urllib3.exceptions.NewConnectionError:  # (a ConnectTimeoutError subclass too)
             return self._failed("refused", took())
         except urllib3.exceptions.TimeoutError:
@@ -314,13 +365,29 @@ class _Heartbeat:
 
 # ---- delivery ------------------------------------------------------------------------------
 
+def disable(ledger: Ledger, club_id: str, webhook_id: str, sent: Sent, position: int,
+            at: float) -> None:
+    """Append `webhook_disabled` to the club's stream (nothing if the endpoint was removed
+    or disabled meanwhile)."""
+    from ledger.app.clubs import Clubs
+
+    e = ev.WebhookDisabled(
+        id=webhook_id, reason=f"the receiver answered {sent.status} Gone: it has no endpoint "
+        "there any more", status=int(sent.status), position=position,
+        at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at)))
+    try:
+        Clubs(ledger).execute(club_id, lambda club: cl.disable_webhook(club, e))
+    except NotFound:
+        pass  # removed meanwhile: nothing more is delivered to it either way
+
+
 @dataclass(frozen=True, slots=True)
 class Run:
     """What a delivery run did: delivered n, and when the next attempt is due (if one is)."""
 
     delivered: int
     retry_at: float | None = None
-    state: str = "done"  # done / retry / busy / removed
+    state: str = "done"  # done / retry / busy / removed / disabled
 
 
 class _Removal:
@@ -347,6 +414,41 @@ class _Removal:
         return False
 
 
+class _Bodies:
+    """Each message's body: the club feed's event as it stood at the event's own position.
+    A table's event is redacted by the table folded up to that event (its live hand then),
+    not as the table is now, so every attempt of one message (a retry after the hand
+    completed, a resend after a run died) carries the same bytes. The folds go forward with
+    the events the run reads (each table read from the store once, when first needed)."""
+
+    def __init__(self, ledger: Ledger, club_id: str) -> None:
+        self.ledger, self.club_id = ledger, club_id
+        self.folds: dict[str, Projection] = {}
+
+    def passed(self, s: StoredEvent) -> None:
+        """The run read `s` (of one of the club's tables): a fold of its table goes on."""
+        p = self.folds.get(s.table_id)
+        if p is None:
+            return
+        if p.version == s.version - 1:
+            self.folds[s.table_id] = project([s], p)
+        elif p.version < s.version:
+            del self.folds[s.table_id]  # a gap (never, in position order): read it again
+
+    def doc(self, s: StoredEvent) -> dict[str, Any]:
+        if s.table_id == self.club_id:
+            return club_event(s)
+        p = self.folds.get(s.table_id)
+        if p is None or p.version != s.version:
+            base = p if p is not None and p.version < s.version else None
+            p = project(self.ledger.events(s.table_id, base.version if base else 0,
+                                           s.version), base)
+            self.folds[s.table_id] = p
+        (doc,) = table_events(self.ledger, s.table_id, [s], SPECTATOR,
+                              live=live_hand(p.table))
+        return doc | {"stream": s.table_id}
+
+
 def start_position(ledger: Ledger, club_id: str, webhook_id: str) -> int:
     """An endpoint is owed what comes after its own webhook_added event."""
     for s in ledger.store.load(club_id):
@@ -357,15 +459,18 @@ def start_position(ledger: Ledger, club_id: str, webhook_id: str) -> int:
 
 def deliver(ledger: Ledger, club: cl.Club, club_id: str, webhook_id: str,
             config: WebhookConfig, now: Callable[[], float] = time.time,
-            attempted: Callable[[Sent], None] = lambda sent: None) -> Run:
+            attempted: Callable[[Sent], None] = lambda sent: None,
+            rand: Callable[[], float] = random.random) -> Run:
     """Deliver what the endpoint is owed, in position order, until it is all delivered or
     one attempt fails (then a retry is due; see the module docstring). `attempted` is told
-    of every POST's outcome (the metrics)."""
+    of every POST's outcome (the metrics); `rand` draws the backoff's jitter."""
     store = ledger.store
     try:
         hook = club.webhook(webhook_id)
     except NotFound:
         return Run(0, state="removed")
+    if hook.disabled is not None:
+        return Run(0, state="disabled")
     owner = uuid.uuid4().hex
     start = (start_position(ledger, club_id, webhook_id)
              if store.webhook_cursor(webhook_id) is None else 0)
@@ -396,6 +501,7 @@ def deliver(ledger: Ledger, club: cl.Club, club_id: str, webhook_id: str,
         due = None
         secret = endpoint_secret(store.server_secret(), club_id, webhook_id, hook.salt)
         streams = {club_id} | {t.table_id for t in club.tables}
+        bodies = _Bodies(ledger, club_id)
         while True:
             page = store.read_all(after_position=position, limit=PAGE)
             if not page:
@@ -405,6 +511,8 @@ def deliver(ledger: Ledger, club: cl.Club, club_id: str, webhook_id: str,
                     s.type == "table_created" and s.data.get("club") == club_id)
                 if mine:
                     streams.add(s.table_id)
+                    if s.table_id != club_id:
+                        bodies.passed(s)
                 if not mine or not hook.wants(s.type):
                     position = s.position
                     continue
@@ -413,7 +521,7 @@ def deliver(ledger: Ledger, club: cl.Club, club_id: str, webhook_id: str,
                     return Run(delivered, state="busy")
                 if removal.seen():  # DELETEd meanwhile: not one POST more (a backlog
                     return Run(delivered, state="removed")  # may hold thousands)
-                doc = club_feed(ledger, club_id, [s])[0]
+                doc = bodies.doc(s)
                 body = orjson.dumps(doc)
                 msg_id = f"msg_{webhook_id}_{s.position}"
                 stamp = int(now())
@@ -429,8 +537,14 @@ def deliver(ledger: Ledger, club: cl.Club, club_id: str, webhook_id: str,
                     "stream": doc["stream"], "status": sent.status, "attempt": attempt,
                     "duration_ms": sent.duration_ms,
                     "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now()))})
+                if sent.status == 410:  # Gone: no endpoint there any more (see above)
+                    if not flush(now() + LEASE):  # the attempt logged before the event
+                        lost = True
+                        return Run(delivered, state="busy")
+                    disable(ledger, club_id, webhook_id, sent, s.position, now())
+                    return Run(delivered, state="disabled")
                 if not sent.ok:
-                    due = now() + config.backoff(attempt)
+                    due = now() + config.wait(attempt, sent, now(), rand)
                     return Run(delivered, due, "retry")
                 position, attempt = s.position, 0
                 delivered += 1

@@ -47,6 +47,7 @@ class Webhook:
     salt: str
     created_at: str
     removed: bool = False
+    disabled: ev.WebhookDisabled | None = None  # why delivery stopped, until enabled again
 
     def wants(self, event_type: str) -> bool:
         return "*" in self.events or event_type in self.events
@@ -204,6 +205,16 @@ def remove_webhook(c: Club, wid: str) -> list[ev.Event]:
     return [ev.WebhookRemoved(id=wid)]
 
 
+def disable_webhook(c: Club, e: ev.WebhookDisabled) -> list[ev.Event]:
+    """The delivery worker's: a live endpoint stops; one disabled already stays as it is."""
+    return [] if c.webhook(e.id).disabled is not None else [e]
+
+
+def enable_webhook(c: Club, wid: str) -> list[ev.Event]:
+    """The owner's way back for a disabled endpoint; an enabled one is left as it is."""
+    return [ev.WebhookEnabled(id=wid)] if c.webhook(wid).disabled is not None else []
+
+
 # ---- evolve --------------------------------------------------------------------------------
 def _set(items: tuple[Any, ...], key: str, **changes: Any) -> tuple[Any, ...]:
     return tuple(replace(x, **changes) if x.id == key else x for x in items)
@@ -225,6 +236,8 @@ EVOLVE: dict[type, Any] = {
     ev.WebhookAdded: lambda c, e: replace(c, webhooks=(*c.webhooks, Webhook(
         e.id, e.url, tuple(e.events), e.salt, e.created_at))),
     ev.WebhookRemoved: lambda c, e: replace(c, webhooks=_set(c.webhooks, e.id, removed=True)),
+    ev.WebhookDisabled: lambda c, e: replace(c, webhooks=_set(c.webhooks, e.id, disabled=e)),
+    ev.WebhookEnabled: lambda c, e: replace(c, webhooks=_set(c.webhooks, e.id, disabled=None)),
 }
 
 

@@ -148,6 +148,26 @@ class WebhookRemoved(Event):
     id: str
 
 
+@_event("webhook_disabled")
+class WebhookDisabled(Event):
+    """The delivery worker stopped delivering to an endpoint: its receiver answered `status`
+    (410 Gone: the endpoint is no more, as Standard Webhooks has it) to the message of the
+    event at `position`, which is where delivery resumes once the owner enables it again."""
+
+    id: str
+    reason: str
+    status: int
+    position: int
+    at: str
+
+
+@_event("webhook_enabled")
+class WebhookEnabled(Event):
+    """The owner enabled a disabled endpoint again: delivery resumes where it stopped."""
+
+    id: str
+
+
 # Table-level events that may fall between a hand's events without being part of its play:
 # a hand's record keeps them (its hash chain links through them); its rules ignore them.
 ASIDE = frozenset({"spectator_added", "spectator_revoked"})

@@ -48,7 +48,10 @@ def test_signatures_match_the_standard_webhooks_test_vectors() -> None:
 
 
 class Receiver:
-    """A club's webhook endpoint: records what arrives; can fail (500) or be down."""
+    """A club's webhook endpoint: records what arrives; can fail (500) or be down, or
+    answer as `answer(doc)` says ((status, headers), or None for the usual 204). `tried`
+    keeps every POST, answered 2xx or not: (monotonic time of arrival, headers, body,
+    status)."""
 
     def __init__(self) -> None:
         with socket.socket() as s:
@@ -58,6 +61,8 @@ class Receiver:
         self.cond = threading.Condition()
         self.failing = False
         self.delay = 0.0  # seconds each answer takes
+        self.answer: Any = None
+        self.tried: list[tuple[float, dict[str, str], bytes, int]] = []
         self.server: ThreadingHTTPServer | None = None
 
     @property
@@ -69,15 +74,24 @@ class Receiver:
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802
+                arrived = time.monotonic()
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                headers = {k.lower(): v for k, v in self.headers.items()}
                 time.sleep(receiver.delay)
-                if receiver.failing:
-                    self.send_response(500)
+                status, extra = 500 if receiver.failing else 204, {}
+                if not receiver.failing and receiver.answer is not None:
+                    status, extra = receiver.answer(json.loads(body)) or (204, {})
+                with receiver.cond:
+                    receiver.tried.append((arrived, headers, body, status))
+                    receiver.cond.notify_all()
+                if status != 204:
+                    self.send_response(status)
+                    for name, value in extra.items():
+                        self.send_header(name, value)
                     self.end_headers()
                     return
                 with receiver.cond:
-                    receiver.got.append(({k.lower(): v for k, v in self.headers.items()},
-                                         body))
+                    receiver.got.append((headers, body))
                     receiver.cond.notify_all()
                 self.send_response(204)
                 self.end_headers()
@@ -494,3 +508,162 @@ def test_a_bad_webhook_setting_is_a_config_error_at_start(var: str, value: str) 
                                    "LOO_WEBHOOK_ALLOW_PRIVATE": "0"}) == WebhookConfig(
         allow_private=False, retry_base=0.2, timeout=5.0)
     assert WebhookConfig.from_env({}) == WebhookConfig()
+
+
+def _until(what: str, done: Any) -> Any:
+    """Poll `done()` until it gives something true (DEADLINE); that something."""
+    deadline = time.monotonic() + DEADLINE
+    while not (found := done()):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+    return found
+
+
+def _hand_complete(owner: Owner, table: dict[str, Any]) -> None:
+    """Play hand 1 to its end (and its settlement)."""
+    deadline = time.monotonic() + DEADLINE
+    while not any(e["type"] == "hand_settled" and e["hand"] == 1 for e in owner.feed()):
+        assert time.monotonic() < deadline
+        owner.play(table, 5)
+
+
+def test_every_attempt_of_one_message_sends_the_same_body(
+        club: Club, receiver: Receiver, private_ok: None) -> None:
+    """Standard Webhooks: one webhook-id, one payload. A live hand's event that failed was
+    retried, after its hand completed, with another body under the same webhook-id: the
+    tiles, the seed and the hashes the first attempt had hidden (redacted as the table was
+    at each attempt). Every attempt now sends the same bytes (the feed's event as it stood
+    at its own position), only the timestamp and the signature new."""
+    owner = Owner(club)
+    made = owner.hook(receiver.url, ["*"])
+    hold = threading.Event()
+    hold.set()
+    receiver.answer = lambda doc: (500, {}) if hold.is_set() and \
+        doc["type"] == "tiles_dealt" else None
+    table = owner.table()
+    (dealt,) = [e for e in owner.feed() if e["type"] == "tiles_dealt"]
+    msg_id = f"msg_{made['id']}_{dealt['position']}"
+
+    def tries() -> list[tuple[float, dict[str, str], bytes, int]]:
+        with receiver.cond:
+            return [t for t in receiver.tried if t[1]["webhook-id"] == msg_id]
+
+    _until("a failed attempt while the hand is live", lambda: len(tries()) >= 2)
+    _hand_complete(owner, table)
+    after = len(tries())
+    _until("a retry after the hand completed", lambda: len(tries()) > after)
+    hold.clear()
+    _until("the message delivered", lambda: any(t[3] == 204 for t in tries()))
+    attempts = tries()
+    assert [t[3] for t in attempts[:-1]] == [500] * (len(attempts) - 1)
+    assert len(attempts) >= 3 and attempts[-1][3] == 204
+    first = attempts[0][2]
+    for _, headers, body, _ in attempts:
+        assert body == first  # byte for byte
+        assert wh.verify(made["secret"], headers, body)
+    doc = json.loads(first)
+    # As the spectator's feed showed it while the hand was live: no seed, tiles counted,
+    # no hash (which a seat could search the hidden tiles with).
+    assert "seed" not in doc["data"] and doc["hash"] is None
+    assert all(set(n) == {"count"} for n in doc["data"]["hands"].values())
+    # The feed itself now shows the completed hand's event whole.
+    (now,) = [e for e in owner.feed() if e["position"] == dealt["position"]]
+    assert now["hash"] is not None and now["data"] != doc["data"]
+    log = [x for x in owner.deliveries(made["id"]) if x["position"] == dealt["position"]]
+    assert {x["message_id"] for x in log} == {msg_id}
+
+
+def test_a_receiver_answering_410_disables_the_webhook_until_the_owner_enables_it(
+        club: Club, receiver: Receiver, private_ok: None) -> None:
+    """410 Gone: the endpoint is no more (Standard Webhooks: disable it). The worker logs
+    the attempt, appends webhook_disabled to the club's stream and delivers nothing more;
+    GET shows it disabled, with why and where. POST .../enable (owner) appends
+    webhook_enabled and delivery resumes with the message answered 410, nothing skipped."""
+    owner = Owner(club)
+    witness = Receiver().start()
+    try:
+        gone = threading.Event()
+        gone.set()
+        receiver.answer = lambda doc: (410, {}) if gone.is_set() else None
+        made = owner.hook(receiver.url, ["*"])
+        owner.hook(witness.url, ["*"])
+        table = owner.table()
+        hook_url = f"/v1/clubs/{owner.id}/webhooks/{made['id']}"
+        shown = _until("the webhook disabled", lambda: (
+            w := club.c.get(hook_url, headers=owner.h()).get_json())["disabled"] and w)
+        log = owner.deliveries(made["id"])
+        assert [(x["status"], x["attempt"]) for x in log] == [(410, 1)]
+        assert shown["status"] == "disabled" and "410" in shown["disabled_reason"]
+        assert shown["disabled_position"] == log[0]["position"] and shown["disabled_at"]
+        (disabled,) = [e for e in owner.feed() if e["type"] == "webhook_disabled"]
+        assert disabled["data"]["id"] == made["id"] and disabled["data"]["status"] == 410
+        listed = club.c.get(f"/v1/clubs/{owner.id}/webhooks", headers=owner.h()).get_json()
+        assert {w["id"]: w["status"] for w in listed["items"]}[made["id"]] == "disabled"
+        # Nothing more goes to it while the other endpoint gets everything.
+        owner.play(table, 6)
+        last = owner.feed()[-1]["position"]
+        witness.wait_for(lambda got: json.loads(got[-1][1])["position"] >= last,
+                         "the witness up to the last event")
+        assert len(receiver.tried) == 1 and owner.deliveries(made["id"]) == log
+        # The owner's way back (a viewer may not; an unknown webhook is 404).
+        viewer = club.c.post(f"/v1/clubs/{owner.id}/tokens", json={"role": "viewer"},
+                             headers=owner.h()).get_json()["token"]
+        assert club.c.post(f"{hook_url}/enable", json={},
+                           headers=owner.h(viewer)).status_code == 403
+        club.problem(club.c.post(f"/v1/clubs/{owner.id}/webhooks/wh_x/enable", json={},
+                                 headers=owner.h()), 404, "webhook_not_found")
+        gone.clear()
+        r = club.c.post(f"{hook_url}/enable", json={}, headers=owner.h())
+        assert r.status_code == 200, r.get_json()
+        assert r.get_json()["status"] == "active" and r.get_json()["disabled"] is False
+        assert r.get_json()["disabled_reason"] is None
+        since = _added_at(owner, made["id"])
+        expected = [e["position"] for e in owner.feed() if e["position"] > since]
+        receiver.wait_for(lambda got: len(got) >= len(expected), "the backlog")
+        assert [d["position"] for d in receiver.docs()] == expected  # from the 410'd one on
+        assert expected[0] == log[0]["position"]
+        assert {"webhook_disabled", "webhook_enabled"} <= {d["type"] for d in receiver.docs()}
+        again = _log_of(owner, made["id"], len(expected) + 1)
+        assert [(x["status"], x["attempt"]) for x in again[:2]] == [(410, 1), (204, 2)]
+        # Enabling an endpoint that is not disabled appends nothing.
+        version = club.c.get(f"/v1/clubs/{owner.id}", headers=owner.h()).get_json()["version"]
+        r = club.c.post(f"{hook_url}/enable", json={}, headers=owner.h())
+        assert r.status_code == 200 and r.get_json()["status"] == "active"
+        assert club.c.get(f"/v1/clubs/{owner.id}",
+                          headers=owner.h()).get_json()["version"] == version
+    finally:
+        witness.stop()
+
+
+def test_retry_after_on_429_and_503_is_waited_for_within_retry_max(
+        club: Club, receiver: Receiver, private_ok: None,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A receiver that says when to come back (Retry-After: seconds or an HTTP date, on
+    429 or 503) was retried after the backoff all the same (0.2 s here): it is waited for,
+    up to LOO_WEBHOOK_RETRY_MAX (an hour's Retry-After waits 3 s here)."""
+    from email.utils import formatdate
+
+    monkeypatch.setenv("LOO_WEBHOOK_RETRY_MAX", "3")
+    answers = [(429, lambda: "2"), (503, lambda: formatdate(time.time() + 3, usegmt=True)),
+               (503, lambda: "3600")]
+
+    def answer(doc: dict[str, Any]) -> Any:
+        if not answers:
+            return None
+        status, after = answers.pop(0)
+        return status, {"Retry-After": after()}
+
+    receiver.answer = answer
+    owner = Owner(club)
+    made = owner.hook(receiver.url, ["*"])
+    owner.table()
+    receiver.wait_for(lambda got: got, "the first event, at the fourth attempt")
+    times = [t[0] for t in receiver.tried[:4]]
+    assert [t[3] for t in receiver.tried[:4]] == [429, 503, 503, 204]
+    assert len({t[1]["webhook-id"] for t in receiver.tried[:4]}) == 1
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    assert 1.9 <= gaps[0] < 2.9 + 1, gaps  # "2"
+    assert 1.5 <= gaps[1] < 3 + 1, gaps  # a date 2 to 3 s ahead (whole seconds)
+    assert 2.9 <= gaps[2] < 3 + 2, gaps  # an hour asked, retry_max (3 s) waited
+    log = _log_of(owner, made["id"], 4)
+    assert [x["status"] for x in log[:4]] == [429, 503, 503, 204]

@@ -465,6 +465,14 @@ def test_events_every_type_round_trips():
     hook = ev.WebhookAdded(id="wh_1", url="https://example.org/h", events=("hand_settled",),
                            salt="ab" * 16, created_at="2026-11-25T00:00:00+00:00")
     more3 += cl.add_webhook(c2, hook)
+    off = ev.WebhookDisabled(id="wh_1", reason="the receiver answered 410 Gone", status=410,
+                             position=7, at="2026-11-25T00:00:01Z")
+    more3 += cl.disable_webhook(cl.replay(more3, c2), off)
+    assert cl.replay(more3, c2).webhook("wh_1").disabled == off
+    assert cl.disable_webhook(cl.replay(more3, c2), off) == []  # disabled already
+    more3 += cl.enable_webhook(cl.replay(more3, c2), "wh_1")
+    assert cl.replay(more3, c2).webhook("wh_1").disabled is None
+    assert cl.enable_webhook(cl.replay(more3, c2), "wh_1") == []  # enabled already
     more3 += cl.remove_webhook(cl.replay(more3, c2), "wh_1")
     everything = club_events + more + more2 + more3
     for e in everything:
