@@ -337,9 +337,16 @@ class ListOut(Open):
 
 class StandingsOut(Open):
     as_of = fields.Integer(metadata={"description": "the global position the rows reflect"})
+    mixed_points = fields.Boolean(metadata={
+        "description": "the view's tables include Loo for points (counting up from 0) and "
+                       "Rounce (counting down from its target): each Rounce table's points "
+                       "then count as its target minus its score (the points made toward "
+                       "winning: +1 a trick, -5 rounced), so `points` is higher-is-better "
+                       "across a row. False: every table's points are its score"})
     rows = fields.List(fields.Dict(), metadata={
         "description": "one per member, best first: by chips (pool), or by games_won then "
-                       "points (points; the fewest points first when every row is Rounce). "
+                       "points (points; the most points first, the fewest when the view's "
+                       "points tables are all Rounce; with `mixed_points` Rounce counts up). "
                        "`rank` is standard competition ranking: rows equal on those keys "
                        "share the better rank and the next counts every row above (1, 1, "
                        "3); within a tie, by name then member id"})
@@ -347,12 +354,21 @@ class StandingsOut(Open):
 
 class MemberLedgerOut(Open):
     member = fields.String()
+    mixed_points = fields.Boolean(metadata={
+        "description": "as the standings' in the same view (the same filters): Rounce "
+                       "tables count their points up, as target minus score"})
     transfers = fields.List(fields.Dict())
-    scores = fields.List(fields.Dict())
+    scores = fields.List(fields.Dict(), metadata={
+        "description": "per points hand (and void) of the member: `table`, `hand`, "
+                       "`version`, `seat`, `delta`, `reason`, and `counted`, what it adds to "
+                       "the standings' points in this view: the delta, or its opposite for "
+                       "a Rounce table with `mixed_points`"})
     starts = fields.List(fields.Dict(), metadata={
         "description": "per points table of the member: `table`, `seat` and `points`, the "
-                       "score the seat starts from (Rounce: the target, 15; Loo: 0). The "
-                       "standings' `points` are these plus the `scores`' deltas"})
+                       "score the seat starts from (Rounce: the target, 15; Loo: 0), and "
+                       "`counted` (that start, or 0 for a Rounce table with "
+                       "`mixed_points`). The standings' `points` in the same view are the "
+                       "`counted` of these plus those of the `scores`"})
 
 
 class BotOut(Open):

@@ -576,7 +576,14 @@ class StandingsResource(MethodView):
     @blp.response(200, StandingsOut)
     def get(self, club_id: str) -> Any:
         """The league table: one row per member, from the events of the club's tables;
-        Accept: text/csv (or ?format=csv) gives the same rows as CSV."""
+        Accept: text/csv (or ?format=csv) gives the same rows as CSV.
+
+        Loo for points counts up from 0 (the highest wins), Rounce down from its target
+        (the lowest wins). A view holding points tables of both (`mixed_points`)
+        counts each Rounce table's points as its target minus its score, the points made
+        toward winning (+1 a trick, -5 rounced), so `points` is higher-is-better across the
+        row and ranks most first; a view of Rounce tables only keeps Rounce's scores, the
+        fewest first. The member ledger in the same view counts alike."""
         f, _, _ = lists.query({"season": lists.text, "variant": lists.one_of("loo", "rounce"),
                                "scoring": lists.one_of("pool", "points"),
                                "format": lists.one_of("json", "csv")},
@@ -684,9 +691,15 @@ def _position(raw: str) -> int:
 
 @blp.route("/<club_id>/members/<member_id>/ledger")
 class MemberLedgerResource(MethodView):
-    @blp.doc(parameters=lists.params({"season": lists.TEXT}, lists.WHOLE))
+    @blp.doc(parameters=lists.params({
+        "season": lists.TEXT, "variant": lists.enum("loo", "rounce"),
+        "scoring": lists.enum("pool", "points")}, lists.WHOLE))
     @blp.response(200, MemberLedgerOut)
     def get(self, club_id: str, member_id: str) -> Any:
-        """The transfers and scores behind a member's row, each with table, hand, version."""
-        f, _, _ = lists.query({"season": lists.text}, lists.WHOLE)
-        return clubs().member_ledger(clubs().load(club_id), member_id, f.get("season"))
+        """The transfers and scores behind a member's row, each with table, hand, version:
+        ?season=, ?variant= and ?scoring= pick the tables as the standings' filters do, so
+        the `counted` of its starts and scores add up to the row's `points` in that view."""
+        f, _, _ = lists.query({"season": lists.text, "variant": lists.one_of("loo", "rounce"),
+                               "scoring": lists.one_of("pool", "points")}, lists.WHOLE)
+        return clubs().member_ledger(clubs().load(club_id), member_id, f.get("season"),
+                                     f.get("variant"), f.get("scoring"))

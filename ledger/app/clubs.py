@@ -15,10 +15,11 @@ from typing import Any
 
 from ledger.app.projector import chip_ledger, decode, project, score_sheet
 from ledger.app.service import Ledger, token_hash
-from ledger.app.standings import StandingsProjector, standings_rows
+from ledger.app.standings import StandingsProjector, mixes_points, standings_rows
 from ledger.core import club as cl
 from ledger.core import events as ev
 from ledger.core.errors import NotFound
+from ledger.core.rules.scoring import initial_scores
 from ledger.store.base import (
     AlreadyApplied,
     IdempotencyConflict,
@@ -185,16 +186,26 @@ class Clubs:
                 and (variant is None or t.variant == variant)
                 and (scoring is None or t.scoring == scoring)]
 
+    def _kinds(self, loaded: Loaded, season: str | None, variant: str | None,
+               scoring: str | None) -> set[tuple[str, str]]:
+        """The (variant, scoring) of the view's tables: whether it mixes Loo for points and
+        Rounce (ledger/app/standings.py `mixes_points`) is theirs, whoever sat there."""
+        return {(t.variant, t.scoring) for t in self._tables(loaded, season, variant, scoring)}
+
     def standings(self, loaded: Loaded, season: str | None = None, variant: str | None = None,
                   scoring: str | None = None) -> dict[str, Any]:
         """One row per member who sat at a matching table, from the standings read model
         (ledger/app/standings.py), caught up to the latest event first. A season that is not
-        the club's is a 422 (unknown_season), never an empty table."""
+        the club's is a 422 (unknown_season), never an empty table. `mixed_points`: the
+        view's tables include Loo for points and Rounce, whose points count up (`points` is
+        then higher-is-better across a row: ledger/app/standings.py `mixes_points`)."""
         if season is not None:
             cl.known_season(loaded.club, season)
         as_of, rows = self.projector.rows(loaded.id)
         names = {m.id: m.name for m in loaded.club.members}
-        return {"as_of": as_of, "rows": standings_rows(rows, names, season, variant, scoring)}
+        kinds = self._kinds(loaded, season, variant, scoring)
+        return {"as_of": as_of, "mixed_points": mixes_points(kinds),
+                "rows": standings_rows(rows, names, season, variant, scoring, kinds)}
 
     def standings_by_scan(self, loaded: Loaded, season: str | None = None,
                           variant: str | None = None, scoring: str | None = None,
@@ -213,19 +224,26 @@ class Clubs:
                                  "variant": link.variant, "scoring": link.scoring,
                                  "tables": 1} | figures[seat])
         names = {m.id: m.name for m in loaded.club.members}
-        return {"rows": standings_rows(rows, names, season, variant, scoring)}
+        kinds = self._kinds(loaded, season, variant, scoring)
+        return {"rows": standings_rows(rows, names, season, variant, scoring, kinds)}
 
     def member_ledger(self, loaded: Loaded, mid: str, season: str | None = None,
+                      variant: str | None = None, scoring: str | None = None,
                       ) -> dict[str, Any]:
-        """The transfers and scores behind a member's standings row, each naming its event
-        (a season that is not the club's: 422 unknown_season)."""
+        """The transfers and scores behind a member's standings row in the same view (the
+        same filters), each naming its event (a season that is not the club's: 422
+        unknown_season). Each score and start says what it `counted` toward the row's
+        points: itself, or in a view mixing Loo for points and Rounce, for a Rounce table,
+        its opposite (a start counts 0: target minus score is minus the deltas)."""
         loaded.club.member(mid)
         if season is not None:
             cl.known_season(loaded.club, season)
+        mixed = mixes_points(self._kinds(loaded, season, variant, scoring))
         transfers: list[dict[str, Any]] = []
         scores: list[dict[str, Any]] = []
         starts: list[dict[str, Any]] = []  # a points table's starting score (Rounce: 15)
-        for link in self._tables(loaded, season, None, None):
+        for link in self._tables(loaded, season, variant, scoring):
+            up = mixed and link.variant == "rounce"  # counted from the target down
             if mid not in link.members:
                 continue
             seat = link.members.index(mid)
@@ -239,11 +257,14 @@ class Clubs:
             sheet = score_sheet(stored, p.table)
             for x in sheet["scores"]:
                 if x["seat"] == seat:
-                    scores.append({"table": link.table_id, **x})
+                    scores.append({"table": link.table_id, **x,
+                                   "counted": -x["delta"] if up else x["delta"]})
             if link.scoring == "points":  # the standings' points count it, so must a sum
-                starts.append({"table": link.table_id, "seat": seat,
-                               "points": sheet["start"][account]})
-        return {"member": mid, "transfers": transfers, "scores": scores, "starts": starts}
+                start = sheet["start"][account]
+                starts.append({"table": link.table_id, "seat": seat, "points": start,
+                               "counted": 0 if up else start})
+        return {"member": mid, "mixed_points": mixed, "transfers": transfers,
+                "scores": scores, "starts": starts}
 
 
 _FIGURE_EVENTS = frozenset({"hand_settled", "hand_completed", "penalty_assessed"})
@@ -251,13 +272,15 @@ _FIGURE_EVENTS = frozenset({"hand_settled", "hand_completed", "penalty_assessed"
 
 def table_figures(stored: list[Any]) -> list[dict[str, int]]:
     """Per seat: hands, chips, points, games_won, tricks, loos, looed_chips (voided hands
-    count for nothing: their chips and points were given back)."""
+    count for nothing: their chips and points were given back), and start (the score a
+    points seat started from)."""
+
     p = project(stored)
     t = p.table
     voided = set(t.voided)
     n = t.players
     out = [{"hands": 0, "chips": t.balances[s], "points": 0, "games_won": 0, "tricks": 0,
-            "loos": 0, "looed_chips": 0} for s in range(n)]
+            "loos": 0, "looed_chips": 0, "start": 0} for s in range(n)]
     for s in stored:
         if s.hand in voided or s.type not in _FIGURE_EVENTS:
             continue
@@ -273,8 +296,10 @@ def table_figures(stored: list[Any]) -> list[dict[str, int]]:
         elif isinstance(e, ev.PenaltyAssessed):
             out[e.seat]["looed_chips"] += e.amount
     if t.opts.scoring == "points":
+        start = initial_scores(t.opts)
         for seat in range(n):
             out[seat]["points"] = t.scores[seat]
+            out[seat]["start"] = start[seat]
     if t.winner is not None:  # a won game stays won when its table is closed afterwards
         out[t.winner]["games_won"] += 1
     return out

@@ -13,7 +13,9 @@ derives from a whole table, the property tests check that the two agree):
 stakes, trick payments and penalties move chips; points are the scores' totals;
 `hand_voided` gives back the voided hand's chips (its compensating transfers), points
 (its totals), hands, tricks, loos and looed chips (kept per hand for the last hands a
-correction may reach) and un-wins its game.
+correction may reach) and un-wins its game. Each row also keeps `start`, the score its
+seats started from (Rounce: the table's target), which a view mixing Loo for points and
+Rounce needs (`standings_rows`); it is not a figure of the answer.
 """
 
 from __future__ import annotations
@@ -29,14 +31,16 @@ from ledger.core.rules.scoring import initial_scores
 from ledger.core.rules.table import VOIDABLE
 from ledger.store.base import EventStore, StoredEvent
 
-# The model's name: a new one when the fold changes (.2: loos of points and Rounce games),
-# so a deployment's model is folded again from the first event, never half old, half new.
-NAME = "standings.2"
+# The model's name: a new one when the fold changes (.2: loos of points and Rounce games;
+# .3: `start`, the starting score, for views mixing Loo for points and Rounce), so a
+# deployment's model is folded again from the first event, never half old, half new.
+NAME = "standings.3"
 TABLES = "tables"  # the scope of the per-table bookkeeping rows
 AGG = "#members"  # club id + this: the scope of the rows a read sums (member x season ...)
 BATCH = 2000
 WAIT = 2.0  # seconds a read waits for events committed before it to become readable
 FIGURES = ("hands", "chips", "points", "games_won", "tricks", "loos", "looed_chips")
+FOLDED = (*FIGURES, "start")  # what a row keeps: the figures and the starting score
 _PER_HAND = ("tricks", "loos", "looed_chips")
 _EVENTS = frozenset({"seat_filled", "stake_posted", "tricks_paid", "penalty_assessed",
                      "hand_completed", "points_scored", "hand_settled", "game_won",
@@ -138,7 +142,7 @@ class StandingsProjector:
             key = f"{meta['season'] or ''}|{meta['variant']}|{meta['scoring']}|{r['member']}"
             return seats.setdefault((club + AGG, key), {
                 "member": r["member"], "season": meta["season"], "variant": meta["variant"],
-                "scoring": meta["scoring"], "tables": 0} | dict.fromkeys(FIGURES, 0))
+                "scoring": meta["scoring"], "tables": 0} | dict.fromkeys(FOLDED, 0))
 
         def add(seat: int | None, figure: str, amount: int) -> None:
             r = row(seat) if seat is not None else None
@@ -163,10 +167,11 @@ class StandingsProjector:
                 seats[(club, f"{tid}:{e.seat}")] = {
                     "table": tid, "seat": e.seat, "member": e.member,
                     "season": meta["season"], "variant": meta["variant"],
-                    "scoring": meta["scoring"]} | dict.fromkeys(FIGURES, 0)
+                    "scoring": meta["scoring"]} | dict.fromkeys(FOLDED, 0)
                 total_of(seats[(club, f"{tid}:{e.seat}")])["tables"] += 1
                 if meta["scoring"] == "points":
                     add(e.seat, "points", meta["start"][e.seat])
+                    add(e.seat, "start", meta["start"][e.seat])
         elif isinstance(e, ev.StakePosted):
             add(e.seat, "chips", -e.amount)
         elif isinstance(e, ev.TricksPaid):
@@ -213,27 +218,49 @@ class StandingsProjector:
                 meta["winner"] = None
 
 
+def mixes_points(kinds: Iterable[tuple[str, str]]) -> bool:
+    """Whether a view whose tables are of these (variant, scoring) kinds holds points of
+    both directions (RULES §9): Loo for points counts up from 0 and the highest wins,
+    Rounce counts down from its target and the lowest wins. In such a view each Rounce
+    table's points count in Loo's direction, as its target minus its score: the points made
+    toward winning (+1 a trick, -5 rounced, as Loo's -5 looed), so `points` is "higher is
+    better" across a row that sums both. The member ledger counts its entries alike."""
+    return {v for v, s in kinds if s == "points"} == {"loo", "rounce"}
+
+
+def counted_points(row: dict[str, Any], mixed: bool) -> int:
+    """A row's points as a view counts them: a Rounce row in a mixed view (`mixes_points`)
+    from its start (the target) down to its score; otherwise its score."""
+    if mixed and row["variant"] == "rounce":
+        return int(row["start"] - row["points"])
+    return int(row["points"])
+
+
 def standings_rows(rows: Iterable[dict[str, Any]], names: dict[str, str],
                    season: str | None, variant: str | None, scoring: str | None,
+                   kinds: Iterable[tuple[str, str]] | None = None,
                    ) -> list[dict[str, Any]]:
-    """The league table from seat rows: one row per member, ranked (API.md Standings)."""
+    """The league table from seat rows: one row per member, ranked (API.md Standings).
+    `kinds`: the (variant, scoring) of every table of the view, which decide how its points
+    count (`mixes_points`); by default those of the rows."""
     out: dict[str, dict[str, Any]] = {}
-    variants: set[str] = set()
+    rows = [r for r in rows
+            if (season is None or r["season"] == season)
+            and (variant is None or r["variant"] == variant)
+            and (scoring is None or r["scoring"] == scoring)]
+    kinds = {(r["variant"], r["scoring"]) for r in rows} if kinds is None else set(kinds)
+    mixed = mixes_points(kinds)
     for r in rows:
-        if (season is not None and r["season"] != season) \
-                or (variant is not None and r["variant"] != variant) \
-                or (scoring is not None and r["scoring"] != scoring):
-            continue
-        variants.add(r["variant"])
         m = out.setdefault(r["member"], {"member": r["member"], "tables": 0}
                            | dict.fromkeys(FIGURES, 0))
         m["tables"] += r["tables"]
         for f in FIGURES:
-            m[f] += r[f]
+            m[f] += counted_points(r, mixed) if f == "points" else r[f]
     ranked = [r | {"name": names.get(r["member"], "")} for r in out.values()]
     if scoring == "points":
-        # RULES §9: Loo for points, the highest score wins; Rounce counts down, the lowest.
-        sign = 1 if variants == {"rounce"} else -1
+        # RULES §9: Loo for points, the highest score wins; Rounce counts down, the lowest
+        # (a view of Rounce tables only); a view of both counts Rounce up (`mixes_points`).
+        sign = 1 if {v for v, s in kinds if s == "points"} == {"rounce"} else -1
 
         def standing(r: dict[str, Any]) -> tuple[int, ...]:
             return (-r["games_won"], sign * r["points"])

@@ -125,3 +125,6 @@ def standings_cmd(club_id: str, season: str | None, variant: str | None, scoring
         click.echo(f"{r['rank']:>3}  {r['name'][:20]:<20} {r['tables']:>6} {r['hands']:>6} "
                    f"{r['chips']:>7} {r['points']:>6} {r['games_won']:>4} {r['tricks']:>6} "
                    f"{r['loos']:>5}")
+    if out["mixed_points"]:
+        click.echo("points: Loo and Rounce tables together, each Rounce table counted as its "
+                   "target minus its score (higher is better)")

@@ -400,12 +400,60 @@ def test_a_members_ledger_adds_up_to_the_standings_points_of_a_rounce_table(club
         r = club.start(t, {"result": {"decisions": {"0": "play", "1": "play"},
                                       "tricks": {"0": 3, "1": 2}}})
         assert r.status_code == 200, r.get_json()
-    rows = {r["member"]: r["points"] for r in lg.get("/standings?scoring=points")
-            .get_json()["rows"]}
-    assert rows == {ms[0]: 12 + 2, ms[1]: 13 + 3}
-    for mid in ms:
-        book = lg.get(f"/members/{mid}/ledger").get_json()
-        assert sorted(s["table"] for s in book["starts"]) == sorted([rounce.id, loo.id])
-        assert {s["table"]: s["points"] for s in book["starts"]} == {rounce.id: 15, loo.id: 0}
-        assert sum(s["points"] for s in book["starts"]) + sum(
-            s["delta"] for s in book["scores"]) == rows[mid]
+    for view, starts, expected in (("variant=rounce", {rounce.id: 15}, {ms[0]: 12, ms[1]: 13}),
+                                   ("variant=loo&scoring=points", {loo.id: 0},
+                                    {ms[0]: 2, ms[1]: 3})):
+        body = lg.get(f"/standings?{view}").get_json()
+        rows = {r["member"]: r["points"] for r in body["rows"]}
+        assert rows == expected and body["mixed_points"] is False
+        for mid in ms:
+            book = lg.get(f"/members/{mid}/ledger?{view}").get_json()
+            assert {s["table"]: s["points"] for s in book["starts"]} == starts
+            assert sum(s["points"] for s in book["starts"]) + sum(
+                s["delta"] for s in book["scores"]) == rows[mid]
+            assert sum(s["counted"] for s in book["starts"] + book["scores"]) == rows[mid]
+
+
+def test_a_view_mixing_loo_and_rounce_points_counts_rounce_up_and_ranks_the_best_first(
+        club: Club):
+    """RULES §9: Loo for points counts up from 0, Rounce down from 15. A view of both summed
+    the two kinds of points into one figure and ranked the most first: a member rounced at
+    Rounce (15 + 5 = 20) led one who took every trick there (15 - 5 = 10). A mixed view now
+    counts each Rounce table as its target minus its score (points made toward winning), in
+    the JSON, the CSV and the member ledger alike; a Rounce-only view keeps its scores."""
+    lg = League(club)
+    ms = [lg.member(n) for n in ("Bob", "Cat")]
+    season = lg.season()
+    rounce = lg.table(ms, season, variant="rounce", deal="results")
+    loo = lg.table(ms[::-1], season, scoring="points", deal="results")
+    for t, tricks in ((rounce, {"0": 5, "1": 0}), (loo, {"0": 3, "1": 2})):
+        r = club.start(t, {"result": {"decisions": {"0": "play", "1": "play"},
+                                      "tricks": tricks}})
+        assert r.status_code == 200, r.get_json()
+    bob, cat = ms
+    # Bob: Rounce 15 - 10 = 5 made, Loo 2; Cat: Rounce rounced, 15 - 20 = -5, Loo 3.
+    for view in ("", "?scoring=points", f"?season={season}", f"?season={season}&scoring=points"):
+        body = lg.get(f"/standings{view}").get_json()
+        assert body["mixed_points"] is True, view
+        assert {r["member"]: r["points"] for r in body["rows"]} == {bob: 7, cat: -2}, view
+        if "scoring=points" in view:  # ranked by games won, then the most points
+            assert [(r["rank"], r["member"]) for r in body["rows"]] == [(1, bob), (2, cat)]
+        csv_rows = list(csv.DictReader(io.StringIO(
+            lg.get(f"/standings{view}", headers={"Accept": "text/csv"}).data.decode())))
+        assert [(r["member"], int(r["points"]), int(r["rank"])) for r in csv_rows] == [
+            (r["member"], r["points"], r["rank"]) for r in body["rows"]]
+        ledger_view = view.replace("?", "&").lstrip("&")
+        for row in body["rows"]:
+            book = lg.get(f"/members/{row['member']}/ledger?{ledger_view}").get_json()
+            assert book["mixed_points"] is True
+            assert sum(x["counted"] for x in book["starts"] + book["scores"]) == row["points"]
+            assert {x["table"]: x["counted"] for x in book["starts"]} == {rounce.id: 0, loo.id: 0}
+    # A Rounce-only view: the scores as Rounce keeps them, the fewest first.
+    body = lg.get("/standings?variant=rounce").get_json()
+    assert body["mixed_points"] is False
+    assert [(r["member"], r["points"]) for r in body["rows"]] == [(bob, 10), (cat, 20)]
+    book = lg.get(f"/members/{cat}/ledger?variant=rounce").get_json()
+    assert sum(x["counted"] for x in book["starts"] + book["scores"]) == 20
+    # Loo only: unchanged.
+    body = lg.get("/standings?variant=loo&scoring=points").get_json()
+    assert [(r["member"], r["points"]) for r in body["rows"]] == [(cat, 3), (bob, 2)]

@@ -224,7 +224,7 @@ def test_the_spec_names_every_lists_parameters_and_every_writes_idempotency_key(
                  "/v1/tables/{table_id}/spectators", "/v1/tables/{table_id}/checkpoints"):
         assert query(path) == {"limit", "cursor"}, path
     assert query(club_ + "/standings") == {"season", "variant", "scoring", "format"}
-    assert query(club_ + "/members/{member_id}/ledger") == {"season"}
+    assert query(club_ + "/members/{member_id}/ledger") == {"season", "variant", "scoring"}
     assert query(club_ + "/history") == {"season", "since", "until"}
     assert query(club_ + "/events") == {"after", "limit"}
     for path, method in ((club_ + "/tokens/{token_id}", "delete"),

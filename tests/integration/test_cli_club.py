@@ -51,6 +51,23 @@ def test_a_scorer_creates_a_club_adds_members_and_reads_the_standings(tmp_path, 
     assert "Ann" in text.output
     missing = run(main, ["standings", "--club", "club_nope"])
     assert missing.exit_code == 1 and "no club" in missing.output
+    # Loo for points and Rounce together: the CLI counts Rounce up as the API does, and says so.
+    for body in ({"variant": "rounce"}, {"scoring": "points"}):
+        t = c.post(f"/v1/clubs/{club_id}/tables", headers=h, json=body | {
+            "deal": "results", "first_dealer": 0,
+            "seats": [{"member": ids[0]}, {"member": ids[1]}]})
+        assert t.status_code == 201, t.get_json()
+        r = c.post(f"/v1/tables/{t.get_json()['id']}/hands", headers=h, json={"result": {
+            "decisions": {"0": "play", "1": "play"}, "tricks": {"0": 5, "1": 0}}})
+        assert r.status_code == 200, r.get_json()
+    api = c.get(f"/v1/clubs/{club_id}/standings?scoring=points", headers=h).get_json()
+    assert api["mixed_points"] and [r["points"] for r in api["rows"]] == [5 + 5, -5 - 5]
+    out = run(main, ["standings", "--club", club_id, "--scoring", "points", "--csv"])
+    assert [int(r["points"]) for r in csv.DictReader(io.StringIO(out.output))] == [10, -10]
+    text = run(main, ["standings", "--club", club_id, "--scoring", "points"]).output
+    assert "each Rounce table counted as its target minus its score" in text
+    text = run(main, ["standings", "--club", club_id, "--variant", "rounce"]).output
+    assert "target minus" not in text
 
 
 def test_the_club_commands_refuse_what_the_api_refuses_and_write_nothing(tmp_path, monkeypatch):

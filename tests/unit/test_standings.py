@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from ledger.app.clubs import Clubs
@@ -115,6 +115,64 @@ def test_standings_read_model_equals_a_fold_of_every_table(tables, steps, batch)
     assert _summary(clubs.standings(loaded)["rows"]) == _summary(before)
 
 
+VIEWS = ((None, None, None), ("season", None, None), (None, None, "points"),
+         ("season", None, "points"), (None, "rounce", None), (None, "loo", "points"),
+         (None, "loo", None))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(table, min_size=1, max_size=4), st.lists(step, max_size=25))
+def test_a_members_ledger_adds_up_to_their_standings_row_in_every_view(tables, steps):
+    """RULES §9, API.md Standings: in a view mixing Loo for points (counting up) and Rounce
+    (counting down) each Rounce table counts as its target minus its score; whatever the mix,
+    a member's ledger in the same view (starts and scores `counted`, transfers) adds up to
+    the member's row, and points rank the best first: the most, unless every points table
+    of the view is Rounce (the fewest)."""
+    led, clubs, club_id, mids, season = _club_ledger()
+    _run(tables + steps, led, clubs, club_id, mids, season, clubs.projector)
+    loaded = clubs.load(club_id)
+    links = loaded.club.tables
+    for view in VIEWS:
+        filters = (season if view[0] else None, view[1], view[2])
+        out = clubs.standings(loaded, *filters)
+        kinds = {(t.variant, t.scoring) for t in links
+                 if (filters[0] is None or t.season == filters[0])
+                 and (filters[1] is None or t.variant == filters[1])
+                 and (filters[2] is None or t.scoring == filters[2])}
+        points_variants = {v for v, s in kinds if s == "points"}
+        assert out["mixed_points"] == (points_variants == {"loo", "rounce"})
+        if out["mixed_points"] and any(r["points"] for r in out["rows"]):
+            event("a mixed view with points scored")
+        for row in out["rows"]:
+            book = clubs.member_ledger(loaded, row["member"], *filters)
+            assert book["mixed_points"] == out["mixed_points"]
+            assert sum(x["counted"] for x in book["starts"] + book["scores"]) == row["points"]
+            chips = 0
+            for x in book["transfers"]:
+                me = f"seat:{x['seat']}"
+                chips += (x["amount"] if x["to"] == me else 0) - (
+                    x["amount"] if x["from"] == me else 0)
+            assert chips == row["chips"]
+        if filters[2] == "points":
+            keys = [(-r["games_won"], r["points"] if points_variants == {"rounce"}
+                     else -r["points"]) for r in out["rows"]]
+            assert keys == sorted(keys)
+
+
+def test_a_mixed_view_counts_rounce_from_its_target_down():
+    """A Rounce row's points in a view that also holds Loo for points: its start (the sum
+    of its tables' targets) minus its score; alone, its score, the fewest first."""
+    names = {"m1": "Ann", "m2": "Bob"}
+    loo = [_row("m1", points=3) | {"scoring": "points"},
+           _row("m2", points=2) | {"scoring": "points"}]
+    rounce = [_row("m1", points=20, start=15) | {"variant": "rounce", "scoring": "points"},
+              _row("m2", points=10, start=15) | {"variant": "rounce", "scoring": "points"}]
+    out = standings_rows(loo + rounce, names, None, None, "points")
+    assert [(r["member"], r["points"]) for r in out] == [("m2", 7), ("m1", -2)]
+    out = standings_rows(rounce, names, None, "rounce", "points")
+    assert [(r["member"], r["points"]) for r in out] == [("m2", 10), ("m1", 20)]
+
+
 def test_a_projector_that_loses_the_race_counts_nothing_twice():
     led, clubs, club_id, mids, season = _club_ledger()
     _run([("table", ("loo", "pool"), 4, [True] * 4, True), ("hand", 0), ("hand", 0)],
@@ -143,7 +201,7 @@ def test_a_game_won_counts_after_its_table_is_closed():
 def _row(member: str, **figures: int) -> dict:
     return {"member": member, "season": None, "variant": "loo", "scoring": "pool",
             "tables": 1} | dict.fromkeys(("hands", "chips", "points", "games_won", "tricks",
-                                          "loos", "looed_chips"), 0) | figures
+                                          "loos", "looed_chips", "start"), 0) | figures
 
 
 def test_standings_ties_share_a_rank_standard_competition_ranking():

@@ -193,6 +193,27 @@ def test_rounce_standings_chart_counts_down_from_15_as_the_points_do(club, membe
     settle(browser, "club-standings-rounce")
 
 
+def test_a_season_of_loo_and_rounce_points_charts_the_points_as_the_standings_count_them(
+        club, members, browser):  # noqa: F811
+    """A season of Loo for points and Rounce counts each Rounce table up, as its target
+    minus its score (API.md Standings, mixed_points): the chart sums the member ledger's
+    `counted` in the same view, so its last dots are the rows' points."""
+    base, cid, token = club["url"], club["id"], club["token"]
+    season = ok(base, "POST", f"/v1/clubs/{cid}/seasons", token,
+                {"name": "Mixed nights", "starts_on": "2026-11-03"})["id"]
+    for body, tricks in (({"variant": "rounce"}, {"0": 5, "1": 0}),
+                         ({"scoring": "points"}, {"0": 2, "1": 3})):
+        made = ok(base, "POST", f"/v1/clubs/{cid}/tables", token, body | {
+            "season": season, "deal": "results", "first_dealer": 0,
+            "seats": [{"member": members[1]}, {"member": members[2]}]})
+        ok(base, "POST", f"/v1/tables/{made['id']}/hands", token, {"result": {
+            "decisions": {"0": "play", "1": "play"}, "tricks": tricks}})
+    open_points_standings(browser, base, cid, season)
+    api = check_standings(club, browser, season, "points")
+    assert api["mixed_points"] is True
+    assert [r["points"] for r in api["rows"]] == [5 + 2, -5 + 3]
+
+
 def test_a_season_is_started_and_closed_through_the_page(club, season, browser):  # noqa: F811
     base, cid, token = club["url"], club["id"], club["token"]
     browser.get(f"{base}/clubs/{cid}/seasons")

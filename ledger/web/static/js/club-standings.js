@@ -42,8 +42,12 @@ async function series(rows, f) {
   const points = f.scoring === 'points';
   const deltas = new Map(); // member -> Map(key -> delta)
   const keys = new Map(); // key -> [tableIndex, hand]
-  const ledgers = await Promise.all(rows.map((row) => read(`/members/${encodeURIComponent(row.member)}/ledger` +
-    (f.season ? '?season=' + encodeURIComponent(f.season) : ''))));
+  // The ledger in the standings' own view (its filters): its `counted` add up to the row's
+  // points, also where Loo for points and Rounce mix (Rounce then counts up).
+  const view = new URLSearchParams();
+  for (const k of ['season', 'variant', 'scoring']) if (f[k]) view.set(k, f[k]);
+  const query = view.toString() ? '?' + view : '';
+  const ledgers = await Promise.all(rows.map((row) => read(`/members/${encodeURIComponent(row.member)}/ledger` + query)));
   rows.forEach((row, i) => {
     const r = ledgers[i];
     const mine = new Map();
@@ -57,12 +61,13 @@ async function series(rows, f) {
     };
     if (points) {
       const scores = r.data.scores || [];
-      for (const s of scores) add(s.table, s.hand, s.delta);
+      for (const s of scores) add(s.table, s.hand, s.counted ?? s.delta);
       // A table's starting score (Rounce counts down from 15) is in the standings' points:
       // it counts with the member's first hand at that table.
       for (const st of r.data.starts || []) {
         const hands = scores.filter((x) => x.table === st.table).map((x) => x.hand);
-        if (st.points && hands.length) add(st.table, Math.min(...hands), st.points);
+        const counted = st.counted ?? st.points;
+        if (counted && hands.length) add(st.table, Math.min(...hands), counted);
       }
     } else {
       for (const t of r.data.transfers || []) {
