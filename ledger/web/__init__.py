@@ -81,6 +81,15 @@ def club_standings(club_id: str) -> str:
                            pages=CLUB_PAGES, variants=VARIANTS, scorings=SCORINGS)
 
 
+@web.get("/clubs/<club_id>/members/<member_id>/ledger")
+def club_member_ledger(club_id: str, member_id: str) -> str:
+    """The transfers and scores behind a member's standings row (the season, game and scoring
+    carried over from the standings in the fragment), each linked to its hand's replay."""
+    return render_template("club_member_ledger.html", club_id=club_id, member_id=member_id,
+                           page="standings", pages=CLUB_PAGES, variants=VARIANTS,
+                           scorings=SCORINGS)
+
+
 def guide(name: str) -> str:
     from ledger.web.guides import GUIDES, render
 

@@ -715,3 +715,135 @@ def test_the_home_form_offers_no_pool_scoring_for_rounce(server, browser):
                                    f"loo:admin:{table_id}")
     table = get(f"{url}/v1/tables/{table_id}", admin)
     assert (table["variant"], table["scoring"]) == ("rounce", "points")
+
+
+def test_the_admin_enters_a_recorded_deal_through_the_form_and_the_hand_begins(
+        server, browser):
+    """A recorded table's deal (API.md Hands: each seat's five tiles and the turn-up) could
+    only be sent over the API: the admin's page said "Waiting for the next hand." for ever.
+    It is a form, shown to the admin only; a refused deal names its field in place."""
+    url, _ = server
+    created = post(f"{url}/v1/tables", {"deal": "recorded", "first_dealer": 0, "seats": [
+        {"name": "Ann"}, {"name": "Bob"}, {"name": "Cat"}]})
+    tid, admin = created["id"], created["admin_token"]
+    browser.get(f"{url}/tables/{tid}#token={created['seats'][1]['token']}")
+    wait_for("Bob's view", lambda: "you are Bob" in browser.find_element(By.ID, "summary").text)
+    assert not browser.find_element(By.ID, "enter-hand-card").is_displayed()
+    browser.get("about:blank")
+    browser.get(f"{url}/tables/{tid}#token={admin}")
+    wait_for("the deal form", lambda: (lambda f: f.is_displayed() and f)(
+        browser.find_element(By.ID, "deal-form")))
+    assert not browser.find_element(By.ID, "result-form").is_displayed()
+    assert browser.find_element(By.ID, "enter-hand-number").text == "1"
+    deal = {"0": "6-6 5-5 4-4 3-3 2-2", "1": "6-5 6-4 6-3 6-2 7-1", "2": "5-4 5-3 5-2 5-1 5-0"}
+    for seat, tiles in deal.items():
+        box = browser.find_element(By.ID, f"deal-hand-{seat}")
+        label = browser.execute_script("return arguments[0].closest('label').textContent", box)
+        assert ["Ann", "Bob", "Cat"][int(seat)] in label  # each box has its player's label
+        box.send_keys(tiles)
+    browser.find_element(By.ID, "deal-turn-up").send_keys("1-1" + Keys.ENTER)
+    # "7-1" is no tile: the API's problem names the field (hands, seat 1); Bob's box is marked.
+    problem = wait_for("the refusal", lambda: (lambda p: p.is_displayed() and p)(
+        browser.find_element(By.ID, "deal-problem")))
+    assert problem.get_attribute("data-field") == "hands"
+    assert problem.text.startswith("Not recorded: Hands (Bob): ") and "'7-1'" in problem.text
+    assert browser.find_element(By.ID, "deal-hand-1").get_attribute("aria-invalid") == "true"
+    assert browser.find_element(By.ID, "deal-hand-0").get_attribute("aria-invalid") is None
+    assert browser.switch_to.active_element.get_attribute("id") == "deal-hand-1"
+    settle_after_refusal(browser, "table-recorded-deal-refused")
+    box = browser.find_element(By.ID, "deal-hand-1")
+    box.clear()
+    box.send_keys("6-5 6-4 6-3 6-2 6-1")
+    turn_up = browser.find_element(By.ID, "deal-turn-up")
+    turn_up.clear()
+    turn_up.send_keys("6-6" + Keys.ENTER)  # a tile dealt already: a problem with no field
+    wait_for("the second refusal", lambda: "appears twice" in browser.find_element(
+        By.ID, "deal-problem").text)
+    assert browser.find_element(By.ID, "deal-hand-1").get_attribute("aria-invalid") is None
+    browser.get_log("browser")
+    turn_up = browser.find_element(By.ID, "deal-turn-up")
+    turn_up.clear()
+    turn_up.send_keys("1-1" + Keys.ENTER)
+    wait_for("hand 1 dealt", lambda: "hand 1: deciding" in browser.find_element(
+        By.ID, "summary").text)
+    assert not browser.find_element(By.ID, "enter-hand-card").is_displayed()
+    table = get(f"{url}/v1/tables/{tid}", admin)
+    assert table["hand"]["turn_up"] == "1-1"
+    assert sorted(table["hand"]["hands"]["1"]) == sorted(["6-5", "6-4", "6-3", "6-2", "6-1"])
+    wait_for("the first decision offered", lambda: browser.find_elements(
+        By.CSS_SELECTOR, "#moves button.move"))
+    settle(browser, "table-recorded-dealt")
+
+
+def settle_after_refusal(driver: Any, name: str) -> None:
+    """A screenshot of a refusal shown in place: the refused request (a 422) is the one
+    thing the browser may log."""
+    driver.save_screenshot(str(ARTEFACTS / f"{name}.png"))
+    errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"
+              and " 422 " not in e["message"]]
+    assert not errors, errors
+
+
+def test_the_admin_enters_results_hands_through_the_form_and_the_table_settles_them(
+        server, browser):
+    """A results table's hands (API.md Hands: decisions, tricks, for the pool) had no form
+    either. The admin enters each hand by keyboard; a refusal marks the field it names."""
+    url, _ = server
+    created = post(f"{url}/v1/tables", {"deal": "results", "first_dealer": 0, "seats": [
+        {"name": n} for n in ("Ann", "Bob", "Cat", "Dan")]})
+    tid, admin = created["id"], created["admin_token"]
+    browser.get(f"{url}/tables/{tid}#token={admin}")
+    wait_for("the results form", lambda: browser.find_element(By.ID, "result-form")
+             .is_displayed())
+    assert not browser.find_element(By.ID, "deal-form").is_displayed()
+    assert browser.find_element(By.ID, "result-name-0").text == "Ann (dealer)"
+    settle(browser, "table-results-form")
+
+    def enter(decisions: dict[int, str], tricks: dict[int, int]) -> None:
+        for seat in range(4):
+            choice = decisions.get(seat, "")
+            browser.find_element(By.CSS_SELECTOR,
+                                 f"#result-decision-{seat} option[value='{choice}']").click()
+            box = browser.find_element(By.ID, f"result-tricks-{seat}")
+            box.clear()
+            if seat in tricks:
+                box.send_keys(str(tricks[seat]))
+        browser.find_element(By.ID, "result-submit").click()
+
+    enter({0: "play", 1: "play", 2: "drop", 3: "play"}, {0: 3, 1: 2, 2: 0, 3: 1})
+    problem = wait_for("the refusal", lambda: (lambda p: p.is_displayed() and p)(
+        browser.find_element(By.ID, "result-problem")))
+    assert problem.text == "Not recorded: Tricks: tricks must add up to 5 (got 6) (rule 6)"
+    assert problem.get_attribute("data-field") == "tricks"
+    marked = browser.find_elements(By.CSS_SELECTOR, "#result-form [aria-invalid=true]")
+    assert sorted(m.get_attribute("id") for m in marked) == [
+        f"result-tricks-{s}" for s in range(4)]
+    settle_after_refusal(browser, "table-results-refused")
+    enter({0: "play", 1: "play", 2: "drop", 3: "play"}, {0: 3, 1: 2, 2: 0, 3: 0})
+    wait_for("hand 1 settled", lambda: "hand 1: complete" in browser.find_element(
+        By.ID, "summary").text)
+    wait_for("hand 2 asked for", lambda: browser.find_element(
+        By.ID, "enter-hand-number").text == "2")
+    assert not browser.find_elements(By.CSS_SELECTOR, "#result-form [aria-invalid=true]")
+    assert browser.find_element(By.ID, "result-name-1").text == "Bob (dealer)"
+    record = get(f"{url}/v1/tables/{tid}/hands/1", admin)["hand"]
+    assert record["decisions"] == {"0": "play", "1": "play", "2": "drop", "3": "play"}
+    assert record["tricks_won"] == {"0": 3, "1": 2, "2": 0, "3": 0}
+    # Hand 2 by keyboard alone: the focus waits at the form's first field; everybody but
+    # the dealer drops, so no tricks and no dealer's decision are needed.
+    assert browser.switch_to.active_element.get_attribute("id") == "result-decision-0"
+    for seat in (0, 2, 3):
+        field = browser.find_element(By.ID, f"result-decision-{seat}")
+        browser.execute_script("arguments[0].focus()", field)
+        browser.switch_to.active_element.send_keys("d")  # "Drop"
+        assert field.get_attribute("value") == "drop"
+    for _ in range(3):  # Dan's tricks, the pool's box, the button
+        browser.switch_to.active_element.send_keys(Keys.TAB)
+    assert browser.switch_to.active_element.get_attribute("id") == "result-submit"
+    browser.switch_to.active_element.send_keys(Keys.ENTER)
+    wait_for("hand 2 settled", lambda: "hand 2: complete" in browser.find_element(
+        By.ID, "summary").text)
+    record = get(f"{url}/v1/tables/{tid}/hands/2", admin)["hand"]
+    assert record["tricks_won"]["1"] == 5
+    assert browser.find_element(By.ID, "enter-hand-number").text == "3"
+    settle(browser, "table-results-entered")

@@ -649,3 +649,250 @@ def test_a_club_is_created_and_opened_from_the_home_page(server, browser):  # no
              == "The Crown & <Anchor>")
     assert browser.current_url == f"{base}/clubs/{cid}"
     assert not browser.find_element(By.ID, "club-gate").is_displayed()
+
+
+def open_club_page(browser: Any, club: dict[str, Any], path: str) -> None:  # noqa: F811
+    """A club page opened afresh with the club's owner token in this tab (whatever the tests
+    before left in it)."""
+    base, cid = club["url"], club["id"]
+    browser.get(f"{base}/docs/rules")  # a page of this origin that keeps no token itself
+    browser.execute_script("sessionStorage.setItem(arguments[0], arguments[1])",
+                           f"loo:club:{cid}", club["token"])
+    browser.get(f"{base}/clubs/{cid}{path}")
+
+
+@pytest.fixture(scope="module")
+def ledger_season(club, members) -> dict[str, Any]:
+    """A season of its own: a results pool table of the four members with 12 hands (Ann's
+    ledger has more entries than a page) and a Rounce points table of Ann and Dan."""
+    base, cid, token = club["url"], club["id"], club["token"]
+    season = ok(base, "POST", f"/v1/clubs/{cid}/seasons", token,
+                {"name": "Ledger nights", "starts_on": "2026-10-01"})["id"]
+    pool = ok(base, "POST", f"/v1/clubs/{cid}/tables", token, {
+        "season": season, "deal": "results", "first_dealer": 0,
+        "seats": [{"member": m} for m in members]})
+    for i in range(12):  # nobody looed: every hand antes anew
+        ok(base, "POST", f"/v1/tables/{pool['id']}/hands", token, {"result": {
+            "decisions": {str(s): "play" for s in range(4)},
+            "tricks": {str(s): 2 if s == i % 4 else 1 for s in range(4)}}})
+    rounce = ok(base, "POST", f"/v1/clubs/{cid}/tables", token, {
+        "season": season, "variant": "rounce", "deal": "results", "first_dealer": 0,
+        "seats": [{"member": members[0]}, {"member": members[3]}]})
+    for tricks in ({"0": 3, "1": 2}, {"0": 1, "1": 4}):
+        ok(base, "POST", f"/v1/tables/{rounce['id']}/hands", token, {"result": {
+            "decisions": {"0": "play", "1": "play"}, "tricks": tricks}})
+    return {"id": season, "pool": pool["id"], "rounce": rounce["id"]}
+
+
+def ledger_rows(browser: Any) -> list[dict[str, str]]:  # noqa: F811
+    rows = []
+    for tr in browser.find_elements(By.CSS_SELECTOR, "#ledger tbody tr"):
+        link = tr.find_elements(By.CSS_SELECTOR, "a.replay-link")
+        rows.append({"table": tr.get_attribute("data-table"), "hand": tr.get_attribute("data-hand"),
+                     "version": tr.get_attribute("data-version"),
+                     "delta": int(tr.get_attribute("data-delta")),
+                     "href": link[0].get_attribute("href") if link else None})
+    return rows
+
+
+def test_a_members_ledger_opens_from_the_standings_adds_up_to_the_row_and_links_each_entry_to_its_replay(  # noqa: E501
+        club, members, ledger_season, browser):  # noqa: F811
+    """API.md Standings: the member ledger lists the transfers and scores behind a member's
+    row, each with table, hand and version 'so a scorer can click through to it'; no page
+    showed it. A member's name in the standings opens it (the season and scoring carried
+    over), a page of entries at a time, each linked to its hand's replay at that event,
+    the total set against the row."""
+    base, cid, token = club["url"], club["id"], club["token"]
+    season, ann = ledger_season["id"], members[0]
+    open_club_page(browser, club, f"/standings#season={season}")
+    wait_for("the season's standings", lambda: browser.find_element(
+        By.CSS_SELECTOR, "#standings tbody").get_attribute("data-loaded")
+        == f"season={season}&scoring=pool")
+    browser.find_element(By.CSS_SELECTOR,
+                         f"#standings tr[data-member='{ann}'] a.member-ledger-link").click()
+    wait_for("Ann's ledger", lambda: browser.find_element(
+        By.CSS_SELECTOR, "#ledger tbody").get_attribute("data-loaded")
+        == f"season={season}&scoring=pool")
+    assert browser.find_element(By.ID, "member-name").text == "Ann"
+    row = next(r for r in ok(base, "GET", f"/v1/clubs/{cid}/standings?season={season}",
+                             token)["rows"] if r["member"] == ann)
+    book = ok(base, "GET", f"/v1/clubs/{cid}/members/{ann}/ledger?season={season}", token)
+    want = [t for t in book["transfers"] if t["table"] == ledger_season["pool"]]
+    assert len(want) > 25  # more than a page
+    assert browser.find_element(By.ID, "ledger-total").get_attribute("data-total") \
+        == browser.find_element(By.ID, "standings-figure").get_attribute("data-figure") \
+        == str(row["chips"])
+    assert "✔" in browser.find_element(By.ID, "totals-check").text
+    # A page at a time: the first 25, then the rest; every entry the API lists, once.
+    first = ledger_rows(browser)
+    assert len(first) == 25
+    assert not browser.find_element(By.ID, "ledger-prev").is_enabled()
+    settle(browser, "club-member-ledger")
+    browser.find_element(By.ID, "ledger-next").click()
+    wait_for("the second page", lambda: browser.find_element(
+        By.CSS_SELECTOR, "#ledger tbody").get_attribute("data-page") == "1")
+    rest = ledger_rows(browser)
+    assert not browser.find_element(By.ID, "ledger-next").is_enabled()
+    shown = first + rest
+    assert sorted((r["table"], int(r["hand"]), int(r["version"])) for r in shown) == sorted(
+        (t["table"], t["hand"], t["version"]) for t in want)
+    assert sum(r["delta"] for r in shown) == row["chips"]
+    for r in shown:
+        assert r["href"] == (f"{base}/tables/{r['table']}/hands/{r['hand']}/replay"
+                             f"?club={cid}#version={r['version']}")
+    # An entry opens its hand's replay at the step of that event (this tab's club token).
+    entry = rest[-1]
+    events = ok(base, "GET", f"/v1/tables/{entry['table']}/hands/{entry['hand']}",
+                token)["events"]
+    step = [e["version"] for e in events].index(int(entry["version"])) + 1
+    browser.find_element(By.CSS_SELECTOR, f"#ledger tr[data-version='{entry['version']}'] "
+                                          "a.replay-link").click()
+    wait_for(f"the replay at step {step}", lambda: browser.find_element(
+        By.ID, "step-label").get_attribute("data-step") == str(step))
+    settle(browser, "club-member-ledger-replay")
+
+
+def test_a_members_points_ledger_counts_the_rounce_start_as_the_row_does(
+        club, members, ledger_season, browser):  # noqa: F811
+    base, cid, token = club["url"], club["id"], club["token"]
+    season, ann = ledger_season["id"], members[0]
+    open_points_standings(browser, base, cid, season)
+    browser.find_element(By.CSS_SELECTOR,
+                         f"#standings tr[data-member='{ann}'] a.member-ledger-link").click()
+    wait_for("Ann's points ledger", lambda: browser.find_element(
+        By.CSS_SELECTOR, "#ledger tbody").get_attribute("data-loaded")
+        == f"season={season}&scoring=points")
+    row = next(r for r in ok(base, "GET", f"/v1/clubs/{cid}/standings?season={season}"
+                             "&scoring=points", token)["rows"] if r["member"] == ann)
+    assert browser.find_element(By.ID, "ledger-total").get_attribute("data-total") \
+        == str(row["points"])
+    assert browser.find_element(By.ID, "standings-figure").get_attribute("data-figure") \
+        == str(row["points"])
+    rows = ledger_rows(browser)
+    assert [r["hand"] for r in rows][0] == ""  # the starting score (15), then each hand
+    assert rows[0]["delta"] == 15 and all(r["href"] for r in rows[1:])
+    # A Loo table for points joins the season: a mixed view, where Rounce counts up (the
+    # ledger's `counted`); the entries still add up to the row.
+    loo = ok(base, "POST", f"/v1/clubs/{cid}/tables", token, {
+        "season": season, "deal": "results", "first_dealer": 0, "scoring": "points",
+        "options": {"target": 50}, "seats": [{"member": m} for m in members]})
+    ok(base, "POST", f"/v1/tables/{loo['id']}/hands", token, {"result": RESULT_A})
+    browser.refresh()
+    mixed = next(r for r in ok(base, "GET", f"/v1/clubs/{cid}/standings?season={season}"
+                               "&scoring=points", token)["rows"] if r["member"] == ann)
+    wait_for("the mixed view's total", lambda: browser.find_element(
+        By.ID, "ledger-total").get_attribute("data-total") == str(mixed["points"]))
+    assert browser.find_element(By.ID, "standings-figure").get_attribute("data-figure") \
+        == str(mixed["points"])
+    assert mixed["points"] != row["points"]
+    # Back to the standings with the same filters.
+    browser.find_element(By.ID, "back-to-standings").click()
+    wait_for("the points standings again", lambda: browser.find_element(
+        By.CSS_SELECTOR, "#standings tbody").get_attribute("data-loaded")
+        == f"season={season}&scoring=points")
+
+
+def test_a_members_ledger_opens_from_the_member_list(club, members, browser):  # noqa: F811
+    base, cid, token = club["url"], club["id"], club["token"]
+    dan = members[3]
+    open_club_page(browser, club, "/members")
+    link = wait_for("Dan's link", lambda: browser.find_element(
+        By.CSS_SELECTOR, f"#members tr[data-member='{dan}'] a.member-ledger-link"))
+    assert link.text == "Dan"
+    link.click()
+    wait_for("Dan's ledger, every table", lambda: browser.find_element(
+        By.CSS_SELECTOR, "#ledger tbody").get_attribute("data-loaded") == "scoring=pool")
+    row = next(r for r in ok(base, "GET", f"/v1/clubs/{cid}/standings", token)["rows"]
+               if r["member"] == dan)
+    assert browser.find_element(By.ID, "ledger-total").get_attribute("data-total") \
+        == str(row["chips"])
+
+
+def test_the_standings_are_readable_on_a_phone(club, members, ledger_season,
+                                               browser):  # noqa: F811
+    """At 390 px the standings table scrolled sideways inside its box, the chips out of view
+    behind the tables and hands, and a long name in the chart's legend (never wrapped) made
+    the whole page scroll sideways. The telling columns fit; the rest are a button away,
+    with the name kept in view while they scroll."""
+    base, cid, token = club["url"], club["id"], club["token"]
+    long = ok(base, "POST", f"/v1/clubs/{cid}/members", token,
+              {"name": "Maximilian-Fitzgerald-Montgomery-Throckmorton"})["id"]
+    made = ok(base, "POST", f"/v1/clubs/{cid}/tables", token, {
+        "season": ledger_season["id"], "deal": "results", "first_dealer": 0,
+        "seats": [{"member": long}, {"member": members[1]}]})
+    ok(base, "POST", f"/v1/tables/{made['id']}/hands", token, {"result": {
+        "decisions": {"0": "play", "1": "play"}, "tricks": {"0": 3, "1": 2}}})
+    browser.set_window_size(390, 844)
+    try:
+        open_club_page(browser, club, f"/standings#season={ledger_season['id']}")
+        wait_for("the chart", lambda: browser.find_elements(By.CSS_SELECTOR,
+                                                            "#standings-chart"))
+        overflow = browser.execute_script(
+            "return document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, f"the page is {overflow}px wider than the screen"
+        box = "document.querySelector('#standings').parentElement"
+        assert browser.execute_script(f"return {box}.scrollWidth - {box}.clientWidth") <= 0
+        width = browser.execute_script("return window.innerWidth")
+        for field in ("rank", "name", "hands", "chips"):
+            cell = browser.find_element(
+                By.CSS_SELECTOR, f"#standings tr[data-member='{long}'] td[data-field={field}]")
+            assert cell.is_displayed(), field
+            assert browser.execute_script(
+                "return arguments[0].getBoundingClientRect().right", cell) <= width, field
+        settle(browser, "club-phone-standings")
+        # Every column on demand: they scroll inside the box, the name stays in view.
+        button = browser.find_element(By.ID, "all-columns")
+        button.click()
+        assert button.get_attribute("aria-pressed") == "true"
+        looed = browser.find_element(
+            By.CSS_SELECTOR, f"#standings tr[data-member='{long}'] td[data-field=looed_chips]")
+        assert looed.is_displayed()
+        browser.execute_script(f"{box}.scrollLeft = 10000")
+        name = browser.find_element(By.CSS_SELECTOR,
+                                    f"#standings tr[data-member='{long}'] td[data-field=name]")
+        left = browser.execute_script("return arguments[0].getBoundingClientRect().left", name)
+        edge = browser.execute_script(f"return {box}.getBoundingClientRect().left")
+        assert abs(left - edge) <= 1 and browser.execute_script(f"return {box}.scrollLeft") > 0
+        assert browser.execute_script(
+            "return document.documentElement.scrollWidth - window.innerWidth") <= 0
+        settle(browser, "club-phone-standings-every-column")
+        open_club_page(browser, club, f"/members/{members[0]}/ledger#season={ledger_season['id']}")
+        wait_for("the ledger", lambda: browser.find_element(
+            By.CSS_SELECTOR, "#ledger tbody").get_attribute("data-loaded"))
+        assert browser.execute_script(
+            "return document.documentElement.scrollWidth - window.innerWidth") <= 0
+        settle(browser, "club-phone-member-ledger")
+    finally:
+        browser.set_window_size(1100, 1300)
+
+
+def test_a_club_scorer_enters_a_results_hand_and_a_viewer_is_offered_no_form(
+        club, members, browser):  # noqa: F811
+    base, cid, token = club["url"], club["id"], club["token"]
+    made = ok(base, "POST", f"/v1/clubs/{cid}/tables", token, {
+        "deal": "results", "first_dealer": 0, "seats": [{"member": m} for m in members[:2]]})
+    tid = made["id"]
+    for role in ("viewer", "scorer"):
+        secret = ok(base, "POST", f"/v1/clubs/{cid}/tokens", token,
+                    {"role": role, "label": f"the {role}"})["token"]
+        browser.get(f"{base}/docs/rules")  # no page script to keep a token of its own
+        browser.execute_script("sessionStorage.setItem(arguments[0], arguments[1])",
+                               f"loo:club:{cid}", secret)
+        browser.get(f"{base}/tables/{tid}?club={cid}")
+        wait_for(f"the {role}'s view", lambda: browser.find_element(
+            By.ID, "summary").get_attribute("data-version"))
+        if role == "viewer":
+            assert not browser.find_element(By.ID, "enter-hand-card").is_displayed()
+    wait_for("the results form", lambda: browser.find_element(By.ID, "result-form")
+             .is_displayed())
+    for seat, tricks in ((0, "3"), (1, "2")):
+        browser.find_element(By.CSS_SELECTOR,
+                             f"#result-decision-{seat} option[value=play]").click()
+        browser.find_element(By.ID, f"result-tricks-{seat}").send_keys(tricks)
+    browser.find_element(By.ID, "result-submit").click()
+    wait_for("hand 1 settled", lambda: "hand 1: complete" in browser.find_element(
+        By.ID, "summary").text)
+    assert ok(base, "GET", f"/v1/tables/{tid}/hands/1", token)["hand"]["tricks_won"] == {
+        "0": 3, "1": 2}
+    settle(browser, "club-scorer-results-form")
+    open_club_page(browser, club, "")  # the owner's token in this tab again

@@ -63,7 +63,7 @@ def test_assets_are_served_from_the_package_and_need_no_network(client) -> None:
     assert css.status_code == 200 and css.mimetype == "text/css"
     for name in ("api.js", "home.js", "table.js", "replay.js", "verify.js", "chips.js",
                  "club.js", "club-home.js", "club-members.js", "club-seasons.js",
-                 "club-tables.js", "club-standings.js", "sse.js"):
+                 "club-tables.js", "club-standings.js", "club-member-ledger.js", "sse.js"):
         js = client.get(f"/assets/js/{name}")
         assert js.status_code == 200, name
         text = js.get_data(as_text=True).replace("http://www.w3.org/2000/svg", "")
@@ -102,6 +102,9 @@ CLUB_PAGES = [
       'name="variant"', 'name="scoring"', 'id="tables"')),
     ("/clubs/club_x/standings", "js/club-standings.js",
      ('id="standings-filters"', 'id="csv-download"', 'id="standings"', 'id="season-chart"')),
+    ("/clubs/club_x/members/mem_1/ledger", "js/club-member-ledger.js",
+     ('data-member="mem_1"', 'id="ledger-filters"', 'id="ledger"', 'id="ledger-total"',
+      'id="standings-figure"', 'id="ledger-pager"')),
 ]
 
 
@@ -134,7 +137,8 @@ def test_club_scripts_build_pages_from_text_never_from_markup(client) -> None:
     """Member and table names come from users: every module writes them as text nodes (el()
     and textContent), never as markup, so a member named <script> shows as text."""
     for name in ("api.js", "club.js", "club-home.js", "club-members.js", "club-seasons.js",
-                 "club-tables.js", "club-standings.js", "table.js", "sse.js"):
+                 "club-tables.js", "club-standings.js", "club-member-ledger.js", "table.js",
+                 "sse.js"):
         text = client.get(f"/assets/js/{name}").get_data(as_text=True)
         for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write"):
             assert sink not in text, (name, sink)

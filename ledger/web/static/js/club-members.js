@@ -1,5 +1,5 @@
 import { el } from './api.js';
-import { $, canWrite, openClub, problemOf, read, showProblem, write } from './club.js';
+import { $, canWrite, clubId, openClub, problemOf, read, showProblem, write } from './club.js';
 
 const club = await openClub();
 const writer = canWrite(club);
@@ -18,7 +18,9 @@ async function load() {
 }
 
 function row(m) {
-  const name = el('td', { class: 'member-name' }, m.name);
+  const name = el('td', { class: 'member-name' }, el('a', { class: 'member-ledger-link',
+    href: `/clubs/${encodeURIComponent(clubId)}/members/${encodeURIComponent(m.id)}/ledger`,
+    title: `${m.name}'s ledger: the chips and points behind the standings` }, m.name));
   const tr = el('tr', { dataset: { member: m.id, archived: m.archived } }, name,
     el('td', {}, m.external_id || ''), el('td', {}, m.archived ? 'archived' : 'active'));
   if (writer) {

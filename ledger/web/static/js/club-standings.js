@@ -1,5 +1,5 @@
 import { el } from './api.js';
-import { $, clubPath, clubToken, openClub, problemOf, read, readAll, showProblem } from './club.js';
+import { $, clubId, clubPath, clubToken, openClub, problemOf, read, readAll, showProblem } from './club.js';
 import { follow } from './sse.js';
 
 const SVG = 'http://www.w3.org/2000/svg';
@@ -12,10 +12,15 @@ const body = document.querySelector('#standings tbody');
 
 const seasons = await readAll('/seasons');
 if (seasons.ok) for (const s of seasons.items) $('filter-season').append(el('option', { value: s.id }, s.name));
-// A season named in the fragment (#season=ID: the seasons page links here so) is chosen.
+// A season named in the fragment (#season=ID: the seasons page links here so) is chosen, and
+// a game and scoring too (#variant=&scoring=: a member's ledger links back so).
 function seasonFromHash() {
-  const wanted = new URLSearchParams(location.hash.replace(/^#/, '')).get('season');
-  if (wanted && [...$('filter-season').options].some((o) => o.value === wanted)) $('filter-season').value = wanted;
+  const params = new URLSearchParams(location.hash.replace(/^#/, ''));
+  for (const name of ['season', 'variant', 'scoring']) {
+    const select = form.elements[name];
+    const wanted = params.get(name);
+    if (wanted && [...select.options].some((o) => o.value === wanted)) select.value = wanted;
+  }
 }
 seasonFromHash();
 window.addEventListener('hashchange', () => { seasonFromHash(); load(); });
@@ -129,8 +134,13 @@ async function load() {
   if (!r.ok) { showProblem(problemOf(r)); return; }
   showProblem('');
   const rows = r.data.rows;
+  $('standings').dataset.scoring = f.scoring || 'pool';
+  // Each member's name opens the entries behind the row (these filters carried over).
+  const ledger = (row) => el('a', { class: 'member-ledger-link',
+    href: `/clubs/${encodeURIComponent(clubId)}/members/${encodeURIComponent(row.member)}/ledger#${new URLSearchParams(f)}`,
+    title: `What makes up ${row.name}'s row` }, row.name);
   body.replaceChildren(...rows.map((row) => el('tr', { dataset: { member: row.member } },
-    FIELDS.map((k) => el('td', { dataset: { field: k } }, row[k])))));
+    FIELDS.map((k) => el('td', { dataset: { field: k } }, k === 'name' ? ledger(row) : row[k])))));
   $('standings-empty').hidden = rows.length > 0;
   const metric = f.scoring === 'points' ? 'points' : 'chips';
   $('season-chart-title').textContent = (metric === 'points' ? 'Points' : 'Chips') + ' over the season';
@@ -169,6 +179,13 @@ $('csv-download').addEventListener('click', async () => {
   a.click();
   a.remove();
   setTimeout(() => URL.revokeObjectURL(url), 10000);
+});
+
+// A phone shows the telling columns; this shows every one (the name stays in view).
+$('all-columns').addEventListener('click', (ev) => {
+  const all = $('standings').classList.toggle('all-columns');
+  ev.currentTarget.setAttribute('aria-pressed', String(all));
+  ev.currentTarget.textContent = all ? 'Show fewer columns' : 'Show every column';
 });
 
 form.addEventListener('change', load);

@@ -198,6 +198,8 @@ async function verify(handRecord) {
 
 async function start() {
   if (!token) { fatal({ status: 401 }); return; }
+  // Opened from a club's pages (?club=): the way back keeps that club's token.
+  for (const a of document.querySelectorAll('#replay-app .summary a')) a.href += location.search;
   const [t, h, l] = await Promise.all([
     api(`/v1/tables/${tableId}`, { token }),
     api(`/v1/tables/${tableId}/hands/${number}`, { token }),
@@ -216,7 +218,11 @@ async function start() {
   let first;
   try { first = await load(0); } catch (err) { showProblem(err.message); return; }
   steps = first.steps;
-  const wanted = Number(fragmentParams().get('step') || 0);
+  // #version=V (a member's ledger links so): the step after the event of that version.
+  const version = Number(fragmentParams().get('version'));
+  const at = (h.data.events || []).findIndex((e) => e.version === version);
+  const wanted = at >= 0 ? Math.min(at + 1, steps) : version > 0 ? steps
+    : Number(fragmentParams().get('step') || 0);
   await go(Number.isInteger(wanted) ? wanted : 0);
   $('first').onclick = () => go(0);
   $('prev').onclick = () => go(step - 1);

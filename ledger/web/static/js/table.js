@@ -132,6 +132,10 @@ function renderMoves(t) {
       : `The game is over${won}.`));
     return;
   }
+  if (needsEntry(t)) {
+    box.append(el('p', { class: 'waiting' }, `Enter hand ${hand ? hand.number + 1 : 1} in the form below.`));
+    return;
+  }
   if (!hand) {
     box.append(el('p', {}, 'Waiting for the next hand.'));
     return;
@@ -320,6 +324,7 @@ function render(t) {
   renderCentre(t);
   renderLastHand(t);
   renderAdmin(t);
+  renderEntry(t);
   $('moves-card').hidden = !!(t.viewer && t.viewer.role === 'spectator');
   const adminToken = sessionStorage.getItem('loo:admin:' + tableId);
   const links = $('table-links');
@@ -487,6 +492,166 @@ $('share-spectator').addEventListener('click', shareSpectator);
 $('copy-spectator').addEventListener('click', () => {
   $('spectator-link').select();
   navigator.clipboard?.writeText($('spectator-link').value).catch(() => {});
+});
+
+// ---- recorded and results tables: the admin enters the next hand --------------------------
+// A recorded table's deal (each seat's five tiles and the turn-up) or a results table's
+// outcome (decisions, tricks, for the pool): POST /v1/tables/{id}/hands (API.md Hands). A
+// refusal is shown in the form, the fields its problem names marked.
+
+const CHOICES = [['', 'choose…'], ['play', 'Play'], ['miss', 'Miss'], ['drop', 'Drop']];
+const FIELD_LABELS = { hands: 'Hands', turn_up: 'Turn-up', decisions: 'Decisions', tricks: 'Tricks',
+  for_pool: 'For the pool' };
+let entryKey = null;
+let entering = false;
+
+function needsEntry(t) {
+  return !!(t.viewer && t.viewer.role === 'admin' && ['recorded', 'results'].includes(t.deal)
+    && t.status === 'playing' && (!t.hand || t.hand.phase === 'complete'));
+}
+
+function tilesOf(text) { return text.split(/[\s,;]+/).filter(Boolean); }
+
+function buildEntry(t) {
+  const key = `${t.deal}:${t.seats.map((s) => s.name).join('\u0000')}`;
+  if (entryKey === key) return;
+  entryKey = key;
+  $('deal-seats').replaceChildren(...t.seats.map((s) => el('label', { class: 'seat-entry', dataset: { seat: s.seat } },
+    el('span', { class: 'entry-name' }, s.name),
+    el('input', { id: `deal-hand-${s.seat}`, name: `hand-${s.seat}`, autocomplete: 'off',
+      placeholder: 'five tiles', dataset: { field: 'hands', seat: s.seat } }))));
+  $('result-seats').replaceChildren(...t.seats.map((s) => el('div', { class: 'seat-entry results', dataset: { seat: s.seat } },
+    el('span', { class: 'entry-name', id: `result-name-${s.seat}` }, s.name),
+    el('label', {}, 'Decision', el('select', { id: `result-decision-${s.seat}`, name: `decision-${s.seat}`,
+      'aria-label': `${s.name}: decision`, dataset: { field: 'decisions', seat: s.seat } },
+    CHOICES.map(([v, text]) => el('option', { value: v }, text)))),
+    el('label', {}, 'Tricks', el('input', { id: `result-tricks-${s.seat}`, name: `tricks-${s.seat}`, type: 'number',
+      min: 0, max: 5, step: 1, inputmode: 'numeric', 'aria-label': `${s.name}: tricks`,
+      dataset: { field: 'tricks', seat: s.seat } })))));
+  $('deal-form').hidden = t.deal !== 'recorded';
+  $('result-form').hidden = t.deal !== 'results';
+  $('result-for-pool').dataset.field = 'for_pool';
+  $('deal-turn-up').dataset.field = 'turn_up';
+}
+
+function renderEntry(t) {
+  const show = needsEntry(t);
+  $('enter-hand-card').hidden = !show;
+  if (!show) return;
+  buildEntry(t);
+  const next = t.hand ? t.hand.number + 1 : 1;
+  $('enter-hand-number').textContent = next;
+  $('enter-hand-card').dataset.hand = next;
+  $('for-pool-label').hidden = t.scoring === 'points';
+  // The next hand's dealer (once a hand is complete the table's `dealer` is the next one's).
+  for (const s of t.seats) {
+    for (const box of document.querySelectorAll(`#enter-hand-card .seat-entry[data-seat="${s.seat}"] .entry-name`)) {
+      box.textContent = s.name + (t.dealer === s.seat ? ' (dealer)' : '');
+    }
+  }
+}
+
+// Where a problem+json points: [field, seat] pairs, from its `field`, the paths of its
+// schema `errors`, a seat named in its detail, or else the first field its detail names.
+function problemFields(d) {
+  const found = [];
+  const seatIn = /\bseat (\d)\b/.exec(d.detail || '');
+  const add = (path) => {
+    const parts = path.filter((p) => p !== 'result' && p !== 'value');
+    if (!parts.length || !(parts[0] in FIELD_LABELS)) return;
+    const seat = /^\d$/.test(parts[1] || '') ? Number(parts[1]) : seatIn ? Number(seatIn[1]) : null;
+    found.push([parts[0], seat]);
+  };
+  const walk = (node, path) => {
+    if (Array.isArray(node) || typeof node !== 'object' || node === null) { add(path); return; }
+    for (const [k, v] of Object.entries(node)) walk(v, [...path, k]);
+  };
+  if (d.field) add([d.field]);
+  if (d.errors && d.errors.json) walk(d.errors.json, []);
+  if (!found.length) {
+    const named = Object.keys(FIELD_LABELS).find((f) => new RegExp(`\\b${f.replace('_', '[_ -]')}\\b`, 'i').test(d.detail || ''));
+    if (named) add([named]);
+  }
+  return found;
+}
+
+function clearEntryProblem(form) {
+  for (const node of form.querySelectorAll('[aria-invalid]')) {
+    node.removeAttribute('aria-invalid');
+    node.removeAttribute('aria-describedby');
+  }
+  const p = form.querySelector('.problem');
+  p.hidden = true;
+  p.textContent = '';
+}
+
+function showEntryProblem(form, r) {
+  const d = r.data || {};
+  const p = form.querySelector('.problem');
+  const fields = problemFields(d);
+  const marked = [];
+  for (const [field, seat] of fields) {
+    const sel = `[data-field="${field}"]` + (seat === null ? '' : `[data-seat="${seat}"]`);
+    for (const node of form.querySelectorAll(sel)) {
+      node.setAttribute('aria-invalid', 'true');
+      node.setAttribute('aria-describedby', p.id);
+      marked.push(node);
+    }
+  }
+  const where = fields.length ? FIELD_LABELS[fields[0][0]] + (fields[0][1] !== null && !/\bseat \d\b/.test(d.detail || '')
+    ? ` (${seatName(table, fields[0][1])})` : '') + ': ' : '';
+  p.textContent = `Not recorded: ${where}${problemText(r)}`;
+  p.dataset.code = d.code || '';
+  p.dataset.field = fields.length ? fields[0][0] : '';
+  p.hidden = false;
+  (marked[0] || form.querySelector('input, select')).focus();
+}
+
+async function enterHand(form, body) {
+  if (entering) return;
+  entering = true;
+  clearEntryProblem(form);
+  const submit = form.querySelector('button[type=submit]');
+  submit.disabled = true;
+  const r = await api(`/v1/tables/${tableId}/hands`, {
+    token, method: 'POST', body: { ...body, expected_version: table.version },
+    headers: { 'Idempotency-Key': crypto.randomUUID() } });
+  submit.disabled = false;
+  entering = false;
+  if (!r.ok) {
+    showEntryProblem(form, r);
+    if (r.status === 409) await refresh();
+    return;
+  }
+  form.reset();
+  render(r.data.table);
+  // The next hand (a results table) goes on from the top of the form; a recorded hand is
+  // now played move by move above.
+  if (!$('enter-hand-card').hidden) form.querySelector('input, select').focus();
+  else document.querySelector('#moves button:not([disabled]), #moves input')?.focus();
+}
+
+$('deal-form').addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  const hands = {};
+  for (const s of table.seats) hands[s.seat] = tilesOf($(`deal-hand-${s.seat}`).value);
+  enterHand(ev.currentTarget, { hands, turn_up: $('deal-turn-up').value.trim() });
+});
+
+$('result-form').addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  const decisions = {};
+  const tricks = {};
+  for (const s of table.seats) {
+    const choice = $(`result-decision-${s.seat}`).value;
+    if (choice) decisions[s.seat] = choice;
+    const won = $(`result-tricks-${s.seat}`).value.trim();
+    if (won !== '') tricks[s.seat] = Number(won);
+  }
+  const result = { decisions };
+  if (Object.keys(tricks).length) result.tricks = tricks;
+  if (table.scoring !== 'points' && $('result-for-pool').checked) result.for_pool = true;
+  enterHand(ev.currentTarget, { result });
 });
 
 // ---- live updates ----------------------------------------------------------------------------
