@@ -247,8 +247,9 @@ class SpectatorOut(SpectatorTokenOut):
 
 
 class SpectatorListOut(Open):
-    items = fields.List(fields.Dict())
-    next = fields.String(allow_none=True)
+    items = fields.List(fields.Nested(SpectatorTokenOut), required=True)
+    next = fields.String(allow_none=True, required=True,
+                         metadata={"description": "the next page's cursor"})
 
 
 class HandHistoryOut(Open):
@@ -330,9 +331,49 @@ class SeasonOut(Open):
     closed = fields.Boolean()
 
 
-class ListOut(Open):
-    items = fields.List(fields.Dict())
-    next = fields.String(allow_none=True, metadata={"description": "the next page's cursor"})
+def list_of(item: type[Schema], name: str) -> type[Schema]:
+    """A page of a list (API.md Lists) whose items are `item`s, as the spec names it."""
+    return type(name, (Open,), {
+        "__doc__": f"A page of {item.__name__} items; `next` is the next page's cursor "
+                   "(null on the last page).",
+        "items": fields.List(fields.Nested(item), required=True),
+        "next": fields.String(allow_none=True, required=True,
+                              metadata={"description": "the next page's cursor"})})
+
+
+class DeliveryOut(Open):
+    """One attempt to deliver one message to a webhook endpoint."""
+
+    event = fields.String(required=True, metadata={"description": "the event's type"})
+    position = fields.Integer(required=True)
+    message_id = fields.String(metadata={"description": "the webhook-id header"})
+    stream = fields.String(metadata={"description": "\"club\" or the table's id"})
+    status = fields.Raw(required=True, metadata={
+        "description": "the receiver's HTTP status (an integer), or timeout, refused, "
+                       "blocked or error"})
+    attempt = fields.Integer(required=True, metadata={"description": "of that message, from 1"})
+    duration_ms = fields.Integer(required=True)
+    at = fields.String(required=True, metadata={"description": "UTC, ISO 8601"})
+
+
+class ClubTableSeatOut(Open):
+    seat = fields.Integer(required=True)
+    name = fields.String(required=True)
+    member = fields.String(allow_none=True, required=True)
+
+
+class ClubTableOut(Open):
+    """A club's table as its list shows it."""
+
+    id = fields.String(required=True)
+    variant = fields.String(required=True, validate=validate.OneOf(("loo", "rounce")))
+    scoring = fields.String(required=True, validate=validate.OneOf(("pool", "points")))
+    status = fields.String(required=True,
+                           validate=validate.OneOf(("playing", "finished", "closed")))
+    season = fields.String(allow_none=True, required=True)
+    created_at = fields.String(required=True)
+    hands = fields.Integer(required=True, metadata={"description": "hands settled"})
+    seats = fields.List(fields.Nested(ClubTableSeatOut), required=True)
 
 
 class StandingsOut(Open):
@@ -400,3 +441,11 @@ class ClubFeedOut(Open):
         "description": "the position to ask ?after= next: never null (a feed has no last "
                        "page; new events keep coming), the position of the page's last event, "
                        "and ?after= itself when nothing new has come"})
+
+
+ClubTokenListOut = list_of(ClubTokenOut, "ClubTokenListOut")
+WebhookListOut = list_of(WebhookOut, "WebhookListOut")
+DeliveryListOut = list_of(DeliveryOut, "DeliveryListOut")
+MemberListOut = list_of(MemberOut, "MemberListOut")
+SeasonListOut = list_of(SeasonOut, "SeasonListOut")
+ClubTableListOut = list_of(ClubTableOut, "ClubTableListOut")

@@ -39,15 +39,20 @@ from schemas.responses import (
     ClubCreatedOut,
     ClubFeedOut,
     ClubOut,
+    ClubTableListOut,
     ClubTokenCreatedOut,
+    ClubTokenListOut,
     ClubTokenOut,
     CreatedOut,
-    ListOut,
+    DeliveryListOut,
     MemberLedgerOut,
+    MemberListOut,
     MemberOut,
+    SeasonListOut,
     SeasonOut,
     StandingsOut,
     WebhookCreatedOut,
+    WebhookListOut,
     WebhookOut,
 )
 
@@ -193,12 +198,12 @@ class TokensResource(MethodView):
                 location(f"/v1/clubs/{club_id}/tokens/{tid}"))
 
     @blp.doc(parameters=lists.params())
-    @blp.response(200, ListOut)
+    @blp.response(200, ClubTokenListOut)
     def get(self, club_id: str) -> Any:
         """The club's live tokens, without their secrets (owner)."""
         _, limit, offset = lists.query({})
-        items = [token_out(t) for t in clubs().load(club_id).club.tokens if not t.revoked]
-        return lists.page(items, limit, offset)
+        return lists.page_of(clubs().load(club_id).club.tokens,
+                             lambda t: None if t.revoked else token_out(t), limit, offset)
 
 
 def token_out(t: cl.Token) -> dict[str, Any]:
@@ -260,13 +265,13 @@ class WebhooksResource(MethodView):
                 location(f"/v1/clubs/{club_id}/webhooks/{wid}"))
 
     @blp.doc(parameters=lists.params())
-    @blp.response(200, ListOut)
+    @blp.response(200, WebhookListOut)
     def get(self, club_id: str) -> Any:
         """The club's webhook endpoints not removed (disabled ones too, with `status`
         "disabled"), without their secrets (owner)."""
         _, limit, offset = lists.query({})
-        items = [webhook_out(w) for w in clubs().load(club_id).club.webhooks if not w.removed]
-        return lists.page(items, limit, offset)
+        return lists.page_of(clubs().load(club_id).club.webhooks,
+                             lambda w: None if w.removed else webhook_out(w), limit, offset)
 
 
 @blp.route("/<club_id>/webhooks/<webhook_id>")
@@ -301,7 +306,7 @@ class WebhookEnableResource(MethodView):
 @blp.route("/<club_id>/webhooks/<webhook_id>/deliveries")
 class DeliveriesResource(MethodView):
     @blp.doc(parameters=lists.params())
-    @blp.response(200, ListOut)
+    @blp.response(200, DeliveryListOut)
     def get(self, club_id: str, webhook_id: str) -> Any:
         """The endpoint's delivery attempts, oldest first: `event`, `position`,
         `message_id` (the webhook-id header), `status` (the HTTP status, or timeout /
@@ -330,15 +335,15 @@ class MembersResource(MethodView):
                 location(f"/v1/clubs/{club_id}/members/{mid}"))
 
     @blp.doc(parameters=lists.params({"q": lists.TEXT, "archived": lists.BOOLEAN}))
-    @blp.response(200, ListOut)
+    @blp.response(200, MemberListOut)
     def get(self, club_id: str) -> Any:
         """Members, oldest first; ?q= searches names, ?archived=true|false."""
         f, limit, offset = lists.query({"q": lists.text, "archived": lists.boolean})
         q = f.get("q", "").casefold()
-        items = [member_out(m) for m in clubs().load(club_id).club.members
-                 if q in m.name.casefold()
-                 and ("archived" not in f or m.archived == f["archived"])]
-        return lists.page(items, limit, offset)
+        return lists.page_of(
+            clubs().load(club_id).club.members,
+            lambda m: member_out(m) if q in m.name.casefold()
+            and ("archived" not in f or m.archived == f["archived"]) else None, limit, offset)
 
 
 @blp.route("/<club_id>/members/<member_id>")
@@ -379,13 +384,14 @@ class SeasonsResource(MethodView):
                 location(f"/v1/clubs/{club_id}/seasons/{sid}"))
 
     @blp.doc(parameters=lists.params({"closed": lists.BOOLEAN}))
-    @blp.response(200, ListOut)
+    @blp.response(200, SeasonListOut)
     def get(self, club_id: str) -> Any:
         """Seasons, oldest first; ?closed=true|false."""
         f, limit, offset = lists.query({"closed": lists.boolean})
-        items = [season_out(s) for s in clubs().load(club_id).club.seasons
-                 if "closed" not in f or s.closed == f["closed"]]
-        return lists.page(items, limit, offset)
+        return lists.page_of(
+            clubs().load(club_id).club.seasons,
+            lambda s: season_out(s) if "closed" not in f or s.closed == f["closed"] else None,
+            limit, offset)
 
 
 @blp.route("/<club_id>/seasons/<season_id>")
@@ -438,7 +444,7 @@ class ClubTablesResource(MethodView):
         "status": lists.enum("playing", "finished", "closed"), "season": lists.TEXT,
         "member": lists.TEXT, "variant": lists.enum("loo", "rounce"),
         "scoring": lists.enum("pool", "points")}))
-    @blp.response(200, ListOut)
+    @blp.response(200, ClubTableListOut)
     def get(self, club_id: str) -> Any:
         """The club's tables, oldest first; ?status= &season= &member= &variant= &scoring=."""
         f, limit, offset = lists.query({
@@ -447,23 +453,23 @@ class ClubTablesResource(MethodView):
             "scoring": lists.one_of("pool", "points")})
         club = named(clubs().load(club_id).club, f)
         led = ledger()
-        items = []
-        for link in club.tables:
+
+        def listed(link: Any) -> dict[str, Any] | None:  # (a ClubTableAdded)
             if f.get("season", link.season) != link.season \
                     or f.get("variant", link.variant) != link.variant \
                     or f.get("scoring", link.scoring) != link.scoring \
                     or ("member" in f and f["member"] not in link.members):
-                continue
+                return None
             t = led.load(link.table_id).table
             if f.get("status", t.status) != t.status:
-                continue
-            items.append({"id": link.table_id, "variant": link.variant,
-                          "scoring": link.scoring, "status": t.status, "season": link.season,
-                          "created_at": link.created_at,
-                          "hands": settled_hands(t),
-                          "seats": [{"seat": s, "name": t.names[s], "member": link.members[s]}
-                                    for s in range(t.players)]})
-        return lists.page(items, limit, offset)
+                return None
+            return {"id": link.table_id, "variant": link.variant, "scoring": link.scoring,
+                    "status": t.status, "season": link.season,
+                    "created_at": link.created_at, "hands": settled_hands(t),
+                    "seats": [{"seat": s, "name": t.names[s], "member": link.members[s]}
+                              for s in range(t.players)]}
+
+        return lists.page_of(club.tables, listed, limit, offset)
 
 
 IMPORT_BODY = {"required": True, "content": {

@@ -118,6 +118,26 @@ def page(items: Sequence[Any], limit: int, offset: int) -> dict[str, Any]:
     return {"items": chunk, "next": nxt}
 
 
+def page_of(every: Sequence[Any], view: Callable[[Any], Any], limit: int,
+            offset: int) -> dict[str, Any]:
+    """One page of the items of `every` that `view` answers (None: not in this list: revoked,
+    removed, filtered out). `every` is everything the list ever held, in its stable order
+    (oldest first, appended to only), and the cursor is a place in it, not a count of the
+    items listed so far: an item that leaves the list between two pages (a token revoked, a
+    member archived under ?archived=false, a table finished under ?status=playing) moves no
+    other across the page boundary, so every item in the list throughout is listed exactly
+    once (API.md Lists). `next` is null when no item after the page is in the list."""
+    chunk: list[Any] = []
+    at = offset
+    while at < len(every) and len(chunk) < limit:
+        shown = view(every[at])
+        if shown is not None:
+            chunk.append(shown)
+        at += 1
+    more = any(view(item) is not None for item in every[at:])
+    return {"items": chunk, "next": cursor(at) if more else None}
+
+
 # ---- the same lists as the OpenAPI spec says them (blp.doc(parameters=params(...))) ---------
 TEXT = {"type": "string", "minLength": 1, "maxLength": 200}
 BOOLEAN = {"type": "boolean"}

@@ -146,7 +146,10 @@ class Spectators(MethodView):
     def get(self, table_id: str) -> Any:
         """The table's live spectator tokens (admin), without their secrets, oldest first."""
         _, limit, offset = lists.query({})
-        return lists.page(live_spectators(table_id), limit, offset)
+        live = {s["id"]: s for s in live_spectators(table_id)}
+        # Paged over every spectator the table was given, revoked ones too (lists.page_of).
+        return lists.page_of([e.id for e in ledger().spectators(table_id)], live.get, limit,
+                             offset)
 
 
 def live_spectators(table_id: str) -> list[dict[str, Any]]:
