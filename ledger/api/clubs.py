@@ -93,11 +93,27 @@ def caller(club_id: str, roles: tuple[str, ...]) -> tuple[Loaded, str]:
     return loaded, role
 
 
+def operator_only() -> None:
+    """With LOO_OPERATOR_TOKEN set, creating a club needs that bearer token (401 without it
+    or with another, whatever the body)."""
+    operator = os.environ.get("LOO_OPERATOR_TOKEN", "")
+    if not operator:
+        return
+    token = bearer()
+    if token is None:
+        raise Unauthorized("missing_token", "creating a club needs the operator token")
+    if not hmac.compare_digest(token.encode(), operator.encode()):
+        raise Unauthorized("invalid_token", "creating a club needs the operator token; "
+                           "this is not it")
+
+
 @blp.before_request
 def who_calls() -> None:
     """The club and the caller's role come before anything about the body."""
     club_id = (request.view_args or {}).get("club_id")
     if club_id is None:
+        if request.method == "POST" and request.url_rule is not None:
+            operator_only()  # POST /v1/clubs
         return
     owner_only = request.path.rstrip("/").split("/")[4:5] in (["tokens"], ["webhooks"])
     writes = request.method in ("POST", "PATCH", "DELETE", "PUT")
@@ -157,14 +173,6 @@ class ClubsResource(MethodView):
     def post(self, body: dict[str, Any]) -> Any:
         """Create a club; the answer holds its first owner token (shown once). With
         LOO_OPERATOR_TOKEN set, only that bearer token may create clubs."""
-        operator = os.environ.get("LOO_OPERATOR_TOKEN", "")
-        if operator:
-            token = bearer()
-            if token is None:
-                raise Unauthorized("missing_token", "creating a club needs the operator token")
-            if not hmac.compare_digest(token.encode(), operator.encode()):
-                raise Unauthorized("invalid_token", "creating a club needs the operator token; "
-                                   "this is not it")
         new_stream(body, "club_ (new)")
         key = idem.scoped()
         request_hash = idem.fingerprint(None, request.get_json(silent=True)) if key else None

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.e2e.club import Club
 from tests.e2e.test_api_clubs import RESULT_A, League
 
@@ -145,6 +147,25 @@ def test_a_page_ends_with_next_null_when_nothing_after_it_is_left(club: Club):
     rest = club.c.get(lg.url(f"/members?archived=true&limit=1&cursor={page['next']}"),
                       headers=h).get_json()
     assert [m["id"] for m in rest["items"]] == ms[2:] and rest["next"] is None
+
+
+# ---- LOO_OPERATOR_TOKEN: who may create a club comes before the body ------------------------
+
+@pytest.mark.parametrize("data", [b"{not json", b'{"nmae": "x"}', b"[]"])
+def test_with_an_operator_token_a_club_creation_without_it_is_401_whatever_the_body(
+        club: Club, monkeypatch: pytest.MonkeyPatch, data: bytes):
+    """Auth is decided before the body, as at every other write: without the operator
+    token a malformed or invalid body was answered 400 / 422 (telling a stranger how to
+    write the body of a request they may not make)."""
+    monkeypatch.setenv("LOO_OPERATOR_TOKEN", "the-operator")
+    for headers, code in (({}, "missing_token"), (club.auth("not-it"), "invalid_token")):
+        r = club.c.post("/v1/clubs", data=data, content_type="application/json",
+                        headers=headers)
+        club.problem(r, 401, code)
+        assert r.headers["WWW-Authenticate"].startswith("Bearer")
+    r = club.c.post("/v1/clubs", data=data, content_type="application/json",
+                    headers=club.auth("the-operator"))
+    assert r.status_code in (400, 422), r.get_json()
 
 
 # ---- OpenAPI: every list says what its items are --------------------------------------------
