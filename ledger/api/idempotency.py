@@ -59,7 +59,12 @@ def scoped(scope: str | None = None) -> str | None:
 
 
 def fingerprint(viewer: Viewer | None, body: Any) -> str:
-    """Same caller, same route, same body -> same fingerprint."""
+    """Same caller, same route, same body, same query -> same fingerprint. The query counts
+    where a write takes one (a DELETE's or an import's ?expected_version=, the body's field
+    elsewhere): the same key with another one is another request, a 409 as in a body."""
     who = "anon" if viewer is None else ("admin" if viewer.admin else f"seat:{viewer.seat}")
-    blob = json.dumps([request.method, request.path, who, body], sort_keys=True, default=str)
+    parts = [request.method, request.path, who, body]
+    if request.args:  # (absent: the fingerprint of every write that takes no query, as before)
+        parts.append(sorted(request.args.items(multi=True)))
+    blob = json.dumps(parts, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()

@@ -168,6 +168,49 @@ def test_with_an_operator_token_a_club_creation_without_it_is_401_whatever_the_b
     assert r.status_code in (400, 422), r.get_json()
 
 
+# ---- Idempotency-Key: the request is its query too ------------------------------------------
+
+def test_a_key_repeated_with_another_expected_version_in_the_query_is_409(club: Club):
+    """A DELETE and an import take expected_version in the query: the same key with another
+    one was replayed (204, 201) where the same change in a JSON body is a 409, so a client
+    reusing a key by mistake was told its stale request went through."""
+    lg = League(club)
+    h = lg.h(lg.owner)
+    tid = club.c.post(lg.url("/tokens"), json={"role": "viewer", "label": "v"},
+                      headers=h).get_json()["id"]
+    version = club.c.get(lg.url(), headers=h).get_json()["version"]
+    k = {"Idempotency-Key": "revoke-1"}
+    first = club.c.delete(lg.url(f"/tokens/{tid}?expected_version={version}"), headers=h | k)
+    assert first.status_code == 204
+    again = club.c.delete(lg.url(f"/tokens/{tid}?expected_version={version}"), headers=h | k)
+    assert again.status_code == 204
+    club.problem(club.c.delete(lg.url(f"/tokens/{tid}?expected_version=0"), headers=h | k),
+                 409, "idempotency_conflict")
+    club.problem(club.c.delete(lg.url(f"/tokens/{tid}"), headers=h | k), 409,
+                 "idempotency_conflict")
+
+    t = club.create(first_dealer=0)
+    sid = club.post(t, "/spectators", {}).get_json()["id"]
+    ta = club.auth(t.admin) | {"Idempotency-Key": "unwatch"}
+    assert club.c.delete(f"/v1/tables/{t.id}/spectators/{sid}", headers=ta).status_code == 204
+    assert club.c.delete(f"/v1/tables/{t.id}/spectators/{sid}", headers=ta).status_code == 204
+    club.problem(club.c.delete(f"/v1/tables/{t.id}/spectators/{sid}?expected_version=1",
+                               headers=ta), 409, "idempotency_conflict")
+
+    ms = [lg.member(n) for n in ("Ann", "Bob", "Cat", "Dan")]
+    played = lg.table(ms, deal="results")
+    assert club.start(played, {"result": RESULT_A}).status_code == 200
+    line = club.get(played, path="/hands/1/history").data
+    hs = lg.h(lg.scorer) | {"Idempotency-Key": "import-1", "Content-Type": "application/json"}
+    version = club.c.get(lg.url(), headers=h).get_json()["version"]
+    url = lg.url(f"/tables/import?expected_version={version}")
+    first = club.c.post(url, data=line, headers=hs)
+    assert first.status_code == 201, first.get_json()
+    assert club.c.post(url, data=line, headers=hs).get_json() == first.get_json()
+    club.problem(club.c.post(lg.url("/tables/import?expected_version=0"), data=line,
+                             headers=hs), 409, "idempotency_conflict")
+
+
 # ---- OpenAPI: every list says what its items are --------------------------------------------
 
 LIST_ITEMS = {  # API.md's fields of each list's items
