@@ -14,6 +14,7 @@ from ledger.core.rules import table as tb
 from ledger.core.rules.bots import DETERMINISTIC, NO_DRAWS, POLICIES
 from ledger.core.rules.legal import legal_actions
 from ledger.core.rules.options import make_options
+from ledger.core.rules.tiles import name as tile_name
 from ledger.core.rules.timers import seat_on_the_clock
 from ledger.core.rules.timers import time_out as rules_time_out
 from ledger.core.rules.view import seat_view
@@ -78,9 +79,20 @@ def _check_recorded_deal(t: tb.Table, cmd: c.StartHand) -> None:
     if len(cmd.hands) != t.players or any(len(h) != 5 for h in cmd.hands):
         raise Invalid("invalid_deal", f"deal five tiles to each of the {t.players} seats",
                       rule="3.2")
-    seen = [x for h in cmd.hands for x in h] + [cmd.turn_up]
-    if len(set(seen)) != len(seen):
-        raise Invalid("invalid_deal", "a tile appears twice in the deal", rule="3")
+    places: dict[int, list[str]] = {}  # tile -> where it was entered, in the body's order
+    for seat, held in enumerate(cmd.hands):
+        for x in held:
+            places.setdefault(x, []).append(f"seat {seat}'s hand")
+    places.setdefault(cmd.turn_up, []).append("the turn-up")
+    for x, where in places.items():
+        if len(where) > 1:
+            # §1: a set holds each of the 28 tiles once; name the tile and where it was entered.
+            at = (f"twice in {where[0]}" if where[0] == where[1]
+                  else f"in {where[0]} and " + ("as " if where[1] == "the turn-up" else "in ")
+                  + where[1])
+            raise Invalid("invalid_deal", f"{tile_name(x)} appears twice in the deal ({at}): each "
+                          "of the 28 tiles is dealt once; enter the tiles really dealt",
+                          rule="3")
 
 
 def act(p: Projection, cmd: c.Act) -> list[ev.Event]:

@@ -91,6 +91,26 @@ def test_s3_recorded_deal_with_a_tile_twice_is_refused(club: Club):
     assert club.view(t)["hand"] is None
 
 
+@pytest.mark.parametrize(("hands", "turn_up", "where"), [
+    ({"3": ["6-6", "6-5", "4-4", "5-0", "2-0"]}, "6-6", "in seat 3's hand and as the turn-up"),
+    ({"2": ["3-3", "4-1", "5-5", "2-2", "4-0"], "3": ["6-6", "6-5", "4-4", "5-0", "4-1"]}, "6-2",
+     "in seat 2's hand and in seat 3's hand"),
+    ({"1": ["3-1", "3-0", "5-4", "2-1", "1-3"]}, "6-2", "twice in seat 1's hand"),
+])
+def test_s3_recorded_deal_with_a_tile_twice_names_the_tile_and_where(club: Club, hands, turn_up,
+                                                                       where):
+    """§1/§3: each of the 28 tiles is dealt once; the scorer entering a deal with a tile twice
+    is told which tile and where it was entered (input in any order, named high end first)."""
+    t = club.create(deal="recorded", first_dealer=0)
+    bad = {"hands": DEAL["hands"] | hands, "turn_up": turn_up}
+    j = club.problem(club.start(t, bad), 422, "invalid_deal")
+    assert j["rule"] == "3"
+    dup = "4-1" if "seat 2" in where else "3-1" if "seat 1" in where else "6-6"
+    assert j["detail"].startswith(f"{dup} appears twice in the deal"), j
+    assert where in j["detail"], j
+    assert club.view(t)["hand"] is None
+
+
 def test_admin_acts_for_a_seat_and_must_name_it(club: Club, recorded: Table):
     r = club.act(recorded, {"type": "play", "tile": "1-3", "suit": 3})
     club.problem(r, 422, "seat_required")
