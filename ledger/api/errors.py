@@ -94,8 +94,8 @@ def handle_version_conflict(err: VersionConflict) -> Response:
 
 def handle_idempotency_conflict(err: IdempotencyConflict) -> Response:
     return problem(409, "idempotency_conflict", TITLES[409],
-                   "this Idempotency-Key was already used with another request body; "
-                   "use a new key for a new request")
+                   "this Idempotency-Key was already used with another request body (or "
+                   "query string); use a new key for a new request")
 
 
 def handle_store_unavailable(err: StoreUnavailable) -> Response:
