@@ -63,7 +63,8 @@ def test_assets_are_served_from_the_package_and_need_no_network(client) -> None:
     assert css.status_code == 200 and css.mimetype == "text/css"
     for name in ("api.js", "home.js", "table.js", "replay.js", "verify.js", "chips.js",
                  "club.js", "club-home.js", "club-members.js", "club-seasons.js",
-                 "club-tables.js", "club-standings.js", "club-member-ledger.js", "sse.js"):
+                 "club-tables.js", "club-standings.js", "club-member-ledger.js", "sse.js",
+                 "copy.js"):
         js = client.get(f"/assets/js/{name}")
         assert js.status_code == 200, name
         text = js.get_data(as_text=True).replace("http://www.w3.org/2000/svg", "")

@@ -27,6 +27,18 @@ export function tokenFor(tableId) {
   return clubToken || sessionStorage.getItem(key);
 }
 
+// An Idempotency-Key. crypto.randomUUID exists only in a secure context (https or
+// localhost): on a club's plain-http LAN address (192.168.x.y) it is undefined, and every write threw. A
+// version-4 UUID from crypto.getRandomValues, which every context has, otherwise.
+export function newKey() {
+  if (crypto.randomUUID) return crypto.randomUUID();
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  b[6] = (b[6] & 0x0f) | 0x40;
+  b[8] = (b[8] & 0x3f) | 0x80;
+  const h = [...b].map((x) => x.toString(16).padStart(2, '0')).join('');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
 export function rememberToken(tableId, token) {
   sessionStorage.setItem('loo:token:' + tableId, token);
 }

@@ -1,4 +1,5 @@
 import { api, el, fatal, seatName, tokenFor } from './api.js';
+import { followTable } from './sse.js';
 
 const root = document.getElementById('chips-app');
 const tableId = root.dataset.table;
@@ -75,12 +76,30 @@ function flows(ledger, hand, names, points) {
       el('td', {}, names[t.from]), el('td', {}, names[t.to]), el('td', {}, t.amount), el('td', {}, t.reason.replace('_', ' ')))));
 }
 
-async function start() {
-  if (!token) { fatal({ status: 401 }); return; }
+// The table and its ledger read again and drawn afresh: at the start, then whenever the
+// table's feed says something happened (followTable), so a hand being played shows its
+// stakes and settlement as they land. The hand picked below the chart stays picked.
+async function readOnce() {
   const [t, l] = await Promise.all([api(`/v1/tables/${tableId}`, { token }), api(`/v1/tables/${tableId}/ledger`, { token })]);
-  if (!t.ok || !l.ok) { fatal(t.ok ? l : t); return; }
-  const table = t.data;
-  const ledger = l.data;
+  if (!t.ok || !l.ok) return t.ok ? l : t;
+  render(t.data, l.data);
+  return t;
+}
+
+// One read at a time; a refresh asked for during one reads again after it.
+let busy = null;
+let again = false;
+async function refresh() {
+  if (busy) { again = true; return busy; }
+  busy = (async () => {
+    let r;
+    do { again = false; r = await readOnce(); } while (again);
+    return r;
+  })();
+  try { return await busy; } finally { busy = null; }
+}
+
+function render(table, ledger) {
   const points = table.scoring === 'points';
   const accounts = table.seats.map((s) => 'seat:' + s.seat).concat(points ? [] : ['pool']);
   const names = Object.fromEntries(accounts.map((a) => [a, a === 'pool' ? 'Pool' : seatName(table, Number(a.split(':')[1]))]));
@@ -90,8 +109,10 @@ async function start() {
     $('chart-title').textContent = 'Points after every hand';
     $('flows-title').textContent = 'Points in each hand';
   }
+  root.dataset.version = table.version;
+  root.dataset.hands = rows.length;
   if (!rows.length) { $('chart').textContent = points ? 'No hand has been scored yet.' : 'No chips have moved yet.'; return; }
-  $('chart').append(chart(rows, accounts, names));
+  $('chart').replaceChildren(chart(rows, accounts, names));
   $('legend').replaceChildren(...accounts.map((a, k) => el('span', {},
     el('i', { style: `background:${COLOURS[k % COLOURS.length]}` }), names[a])));
   // The stakes of a hand not yet played are in the ledger too: that row is not "after" it.
@@ -103,10 +124,18 @@ async function start() {
     ...rows.map((r) => el('tr', { dataset: { hand: r.hand } }, el('td', {}, handLabel(r.hand)),
       accounts.map((a) => el('td', { dataset: { account: a } }, r.values[a])))));
   const pick = $('hand-pick');
+  const picked = rows.some((r) => String(r.hand) === pick.value) ? Number(pick.value) : rows[0].hand;
   pick.replaceChildren(...rows.map((r) => el('option', { value: r.hand }, `Hand ${handLabel(r.hand)}`)));
-  pick.value = rows[0].hand;
+  pick.value = picked;
   pick.onchange = () => flows(ledger, Number(pick.value), names, points);
-  flows(ledger, rows[0].hand, names, points);
+  flows(ledger, picked, names, points);
+}
+
+async function start() {
+  if (!token) { fatal({ status: 401 }); return; }
+  const t = await refresh();
+  if (!t.ok) { fatal(t); return; }
+  followTable({ tableId, token, version: t.data.version, refresh, badge: $('live') });
 }
 
 start();

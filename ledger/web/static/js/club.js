@@ -1,7 +1,7 @@
 // What every club page shares: the club token (pasted once, kept in this tab's session
 // storage, sent only as the API's Authorization header), the club's name and the caller's
 // role, writes with an Idempotency-Key, lists read to their end, problems in place.
-import { api, el } from './api.js';
+import { api, el, newKey } from './api.js';
 
 export const root = document.getElementById('club-app');
 export const clubId = root.dataset.club;
@@ -28,7 +28,7 @@ export function read(path) { return api(clubPath(path), { token: clubToken() });
 
 export async function write(path, body = {}, method = 'POST') {
   return api(clubPath(path), { token: clubToken(), method, body,
-    headers: { 'Idempotency-Key': crypto.randomUUID() } });
+    headers: { 'Idempotency-Key': newKey() } });
 }
 
 // Every item of a club list, following its cursor (at most 500 a page).

@@ -1,4 +1,5 @@
-import { api, el, problemText, rememberToken } from './api.js';
+import { api, el, newKey, problemText, rememberToken } from './api.js';
+import { wireCopyButtons } from './copy.js';
 
 const form = document.getElementById('new-game');
 const problem = document.getElementById('new-game-problem');
@@ -80,7 +81,7 @@ document.getElementById('new-club').addEventListener('submit', async (ev) => {
   clubProblem.hidden = true;
   const f = new FormData(ev.target);
   const r = await api('/v1/clubs', { method: 'POST', body: { name: String(f.get('name')).trim() },
-    headers: { 'Idempotency-Key': crypto.randomUUID() } });
+    headers: { 'Idempotency-Key': newKey() } });
   if (!r.ok) {
     clubProblem.textContent = 'No club created: ' + problemText(r);
     clubProblem.hidden = false;
@@ -91,5 +92,6 @@ document.getElementById('new-club').addEventListener('submit', async (ev) => {
   document.getElementById('new-club-token').textContent = r.data.token;
   document.getElementById('new-club-link').href = '/clubs/' + encodeURIComponent(r.data.id);
   document.getElementById('new-club-done').hidden = false;
+  wireCopyButtons(document.getElementById('new-club-done'));
   ev.target.reset();
 });

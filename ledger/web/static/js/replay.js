@@ -1,4 +1,5 @@
 import { api, el, fatal, fragmentParams, problemText, seatName, tileEl, tokenFor } from './api.js';
+import { followTable } from './sse.js';
 import { checkChain, checkDeal, selfTest } from './verify.js';
 
 const root = document.getElementById('replay-app');
@@ -11,6 +12,8 @@ const SUITS = ['blanks', 'ones', 'twos', 'threes', 'fours', 'fives', 'sixes'];
 let table = null;
 let steps = 0;
 let step = 0;
+let seen = 0; // the steps there were when the viewer was last at the end (or the page opened)
+let record = null; // the hand's record as last read
 const cache = new Map();
 let transfers = [];
 let points = false; // a points game: scores, not chips and a pool
@@ -59,11 +62,8 @@ function describe(e) {
 function render(r) {
   const s = r.state;
   const hand = s.hand;
-  $('step-label').textContent = `Step ${r.step} of ${r.steps}`;
-  $('step-label').dataset.step = r.step;
+  showPosition();
   $('event').textContent = describe(r.event);
-  $('first').disabled = $('prev').disabled = r.step === 0;
-  $('next').disabled = $('last').disabled = r.step === r.steps;
   const up = $('turn-up');
   up.replaceChildren();
   if (hand && hand.turn_up) {
@@ -91,7 +91,7 @@ function render(r) {
   }));
   const box = $('settlement');
   box.replaceChildren();
-  if (r.step === r.steps) {
+  if (r.step === steps) {
     const mine = transfers.filter((t) => t.hand === number);
     if (mine.length && points) {
       box.append(el('h3', {}, 'Settlement'), el('table', { class: 'data', id: 'settlement-scores' },
@@ -110,6 +110,23 @@ function render(r) {
 function account(a) {
   if (a === undefined) return '';
   return a === 'pool' ? 'pool' : seatName(table, Number(String(a).split(':')[1]));
+}
+
+// Where the viewer is, of how many steps. A hand in play gains steps while it is watched
+// (follow): the count grows and "n new steps" offers the latest, the viewer's step stays.
+function showPosition() {
+  const label = $('step-label');
+  label.textContent = `Step ${step} of ${steps}`;
+  label.dataset.step = step;
+  label.dataset.steps = steps;
+  $('first').disabled = $('prev').disabled = step === 0;
+  $('next').disabled = $('last').disabled = step === steps;
+  if (step === steps) seen = steps;
+  const fresh = steps - seen;
+  const button = $('new-steps');
+  button.hidden = fresh <= 0;
+  button.dataset.count = Math.max(0, fresh);
+  button.textContent = `${fresh} new step${fresh === 1 ? '' : 's'}: show the latest »`;
 }
 
 async function go(k) {
@@ -156,6 +173,17 @@ async function verify(handRecord) {
     items[key].className = res === true ? 'ok' : res instanceof NotApplicable ? 'na' : 'bad';
     if (res !== true) items[key].append(el('div', { class: 'why' }, String(res)));
   };
+  // WebCrypto (crypto.subtle) exists only in a secure context: on a club's
+  // plain-http LAN address (192.168.x.y) nothing can be checked here, which is no failure of the record.
+  if (!(window.crypto && crypto.subtle)) {
+    const why = new NotApplicable('not checked here: this browser has WebCrypto only on https or localhost');
+    for (const key of Object.keys(items)) mark(key, why);
+    const verdict = $('verdict');
+    verdict.className = 'verdict na';
+    verdict.textContent = '– Not checked in this browser: open the page over https (or on the server itself), or download the hand and run loo verify';
+    verdict.dataset.ok = 'unchecked';
+    return;
+  }
   // Recorded and results tables deal no tiles from a seed: nothing to check there, which is
   // no failure (the hash chain still is checked).
   const unshuffled = table.deal && table.deal !== 'shuffled' ? new NotApplicable(table.deal === 'results'
@@ -196,6 +224,37 @@ async function verify(handRecord) {
   verdict.dataset.ok = failed.length ? 'false' : 'true';
 }
 
+// The hand read again after the table's feed names it (a move, its settlement, a void):
+// the step count, the ledger's entries for the settlement, the voided tag, and the checks
+// once a hand watched in play is complete.
+let reading = null;
+let again = false;
+async function reread() {
+  if (reading) { again = true; return reading; }
+  reading = (async () => { do { again = false; await readOnce(); } while (again); })();
+  try { await reading; } finally { reading = null; }
+}
+
+async function readOnce() {
+  const [r, h, l] = await Promise.all([
+    api(`/v1/tables/${tableId}/hands/${number}/replay?step=0`, { token }),
+    api(`/v1/tables/${tableId}/hands/${number}`, { token }),
+    api(`/v1/tables/${tableId}/ledger`, { token }),
+  ]);
+  if (!r.ok || !h.ok) return;
+  if (l.ok) transfers = (points ? l.data.scores : l.data.transfers) || [];
+  const before = record;
+  record = h.data;
+  if (record.hand && record.hand.voided && !$('voided-tag')) {
+    document.querySelector('#replay-app h1').append(' ', el('span', { class: 'tag voided', id: 'voided-tag' }, 'voided'));
+  }
+  if (r.data.steps !== steps) {
+    steps = r.data.steps;
+    await go(step);  // the same step, drawn again (its settlement shows only at the end)
+  }
+  if (before && before.complete === false && record.complete !== false) verify(record);
+}
+
 async function start() {
   if (!token) { fatal({ status: 401 }); return; }
   // Opened from a club's pages (?club=): the way back keeps that club's token.
@@ -218,6 +277,7 @@ async function start() {
   let first;
   try { first = await load(0); } catch (err) { showProblem(err.message); return; }
   steps = first.steps;
+  seen = steps;
   // #version=V (a member's ledger links so): the step after the event of that version.
   const version = Number(fragmentParams().get('version'));
   const at = (h.data.events || []).findIndex((e) => e.version === version);
@@ -239,7 +299,11 @@ async function start() {
     const k = Number(fragmentParams().get('step'));
     if (Number.isInteger(k) && k !== step) go(k);
   });
+  record = h.data;
   verify(h.data);
+  $('new-steps').onclick = () => go(steps);
+  followTable({ tableId, token, version: table.version, refresh: reread, badge: $('live'),
+    onEvent: (type, data) => !data || data.hand === undefined || data.hand === null || data.hand === number });
   const dl = $('download');
   if (dl) {
     dl.hidden = false;

@@ -6,6 +6,8 @@
 // meanwhile the caller polls. A badge element, when given, shows which (data-live
 // "stream" | "poll", data-why, and counters the tests read).
 
+import { api } from './api.js';
+
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export function follow({ url, token, lastId = null, onEvent, badge = null, what = 'the event stream' }) {
@@ -103,4 +105,28 @@ export function follow({ url, token, lastId = null, onEvent, badge = null, what 
     }
   })();
   return state;
+}
+
+// A page that shows a table and follows it live (the table, its chip flows, a hand's replay):
+// the table's feed from its latest event on (VERSION: the table's version as the page read
+// it), REFRESH called (coalesced, 100 ms) after events; while the stream is refused or
+// unavailable, every 700 ms (every 15 s besides when it flows). Each page reads back what
+// it shows through REFRESH, so the stream only says when.
+export async function followTable({ tableId, token, version, refresh, badge = null, onEvent = null }) {
+  const r = await api(`/v1/tables/${encodeURIComponent(tableId)}/events?after=${Math.max(0, version - 1)}&limit=1`, { token });
+  const events = r.ok ? r.data.events : [];
+  let pending = null;
+  const soon = () => {
+    if (!pending) pending = setTimeout(() => { pending = null; refresh(); }, 100);
+  };
+  const live = follow({ url: `/v1/tables/${encodeURIComponent(tableId)}/events`, token, badge,
+    lastId: events.length ? events[events.length - 1].position : null,
+    onEvent: (type, data, id) => { if (!onEvent || onEvent(type, data, id)) soon(); },
+    what: 'the table\'s event stream' });
+  const poll = async () => {
+    await refresh();
+    setTimeout(poll, live.mode === 'stream' ? 15000 : 700);
+  };
+  setTimeout(poll, 700);
+  return live;
 }

@@ -1,5 +1,6 @@
-import { api, backEl, el, fatal, problemText, seatName, tileEl, tokenFor } from './api.js';
-import { follow } from './sse.js';
+import { api, backEl, el, fatal, newKey, problemText, seatName, tileEl, tokenFor } from './api.js';
+import { wireCopyButtons } from './copy.js';
+import { followTable } from './sse.js';
 
 const root = document.getElementById('table-app');
 const tableId = root.dataset.table;
@@ -48,7 +49,7 @@ async function act(body) {
   showProblem('');
   const r = await api(`/v1/tables/${tableId}/actions`, {
     token, method: 'POST', body: { ...body, expected_version: table.version },
-    headers: { 'Idempotency-Key': crypto.randomUUID() },
+    headers: { 'Idempotency-Key': newKey() },
   });
   busy = false;
   if (!r.ok) {
@@ -432,7 +433,7 @@ async function confirmVoid(ev) {
   if (!reason) return;
   $('void-confirm').disabled = true;
   const r = await api(`/v1/tables/${tableId}/hands/${n}/void`, {
-    token, method: 'POST', body: { reason }, headers: { 'Idempotency-Key': crypto.randomUUID() } });
+    token, method: 'POST', body: { reason }, headers: { 'Idempotency-Key': newKey() } });
   $('void-confirm').disabled = false;
   if (!r.ok) {  // the refusal in place, in the dialog
     const p = $('void-problem');
@@ -453,7 +454,7 @@ async function shareSpectator() {
   const button = $('share-spectator');
   button.disabled = true;
   const r = await api(`/v1/tables/${tableId}/spectators`, {
-    token, method: 'POST', body: { label: 'shared link' }, headers: { 'Idempotency-Key': crypto.randomUUID() } });
+    token, method: 'POST', body: { label: 'shared link' }, headers: { 'Idempotency-Key': newKey() } });
   button.disabled = false;
   if (!r.ok) { showProblem('No spectator link: ' + problemText(r)); return; }
   sessionStorage.setItem(SHARED, JSON.stringify({ ...sharedTokens(), [r.data.id]: r.data.token }));
@@ -489,10 +490,7 @@ $('void-button').addEventListener('click', openVoid);
 $('void-form').addEventListener('submit', confirmVoid);
 $('void-cancel').addEventListener('click', () => $('void-dialog').close());
 $('share-spectator').addEventListener('click', shareSpectator);
-$('copy-spectator').addEventListener('click', () => {
-  $('spectator-link').select();
-  navigator.clipboard?.writeText($('spectator-link').value).catch(() => {});
-});
+wireCopyButtons($('admin-card'));
 
 // ---- recorded and results tables: the admin enters the next hand --------------------------
 // A recorded table's deal (each seat's five tiles and the turn-up) or a results table's
@@ -615,7 +613,7 @@ async function enterHand(form, body) {
   submit.disabled = true;
   const r = await api(`/v1/tables/${tableId}/hands`, {
     token, method: 'POST', body: { ...body, expected_version: table.version },
-    headers: { 'Idempotency-Key': crypto.randomUUID() } });
+    headers: { 'Idempotency-Key': newKey() } });
   submit.disabled = false;
   entering = false;
   if (!r.ok) {
@@ -658,27 +656,10 @@ $('result-form').addEventListener('submit', (ev) => {
 // The table's SSE feed (sse.js): each event refreshes the table view (the API redacts it
 // for this token); short polling while the stream is refused or unavailable.
 
-let pending = null;
-function soon() {
-  if (!pending) pending = setTimeout(() => { pending = null; refresh(); }, 100);
-}
-
-let live = null;
-async function poll() {
-  await refresh();
-  setTimeout(poll, live && live.mode === 'stream' ? 15000 : 700);
-}
-
 async function start() {
   if (!token) { fatal({ status: 401 }); return; }
   if (!(await refresh())) return;
-  // Start where the page is: the position of the table's latest event.
-  const r = await api(`/v1/tables/${tableId}/events?after=${Math.max(0, table.version - 1)}&limit=1`, { token });
-  const events = r.ok ? r.data.events : [];
-  live = follow({ url: `/v1/tables/${encodeURIComponent(tableId)}/events`, token, badge: $('live'),
-    lastId: events.length ? events[events.length - 1].position : null, onEvent: soon,
-    what: 'the table\'s event stream' });
-  setTimeout(poll, 700);
+  followTable({ tableId, token, version: table.version, refresh, badge: $('live') });
 }
 
 start();
