@@ -209,6 +209,19 @@ def test_s5_trump_tile_never_follows_plain_suit_in_play():
     assert err.code == "must_trump"
 
 
+@pytest.mark.parametrize("variant", ["loo", "rounce"])
+def test_s5_a_trump_bearing_the_led_suit_does_not_follow_and_the_refusal_says_so(variant):
+    # threes led; seat 0 holds 3-1 (a three) and 5-3 (a trump, fives): 5-3 may not follow
+    g = two("3-2 6-6 4-4 2-1 1-0", "3-1 5-3 2-2 4-0 6-4", variant=variant)
+    g.play(1, "3-2", 3)
+    assert legal_tiles(g, 0) == {"3-1"}
+    err = g.refuse(Play(0, T("3-5")))
+    assert (err.code, err.rule) == ("must_follow_suit", "6.3")
+    assert err.detail == ("you hold 3-1: you must follow threes (5-3 is a trump, and only a "
+                          "trump: it does not follow threes, §5)")
+    assert g.refuse(Play(0, T("2-2"))).detail == "you hold 3-1: you must follow threes"
+
+
 def test_s6_4_loo_void_must_trump():
     g = two("3-2 6-6 4-4 2-1 1-0", "5-3 6-4 2-2 4-0 1-1")
     g.play(1, "3-2", 3)

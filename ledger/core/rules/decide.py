@@ -5,7 +5,17 @@ from __future__ import annotations
 from ledger.core import events as ev
 from ledger.core.rules.actions import Action, Decide, Discard, Play
 from ledger.core.rules.hand import Hand, apply, draft, follow_up, trick_end, violation
-from ledger.core.rules.tiles import FOLLOWERS, NAMES, SUIT_NAMES, TRUMPS, Tile, is_trump, suits_of
+from ledger.core.rules.tiles import (
+    FOLLOWERS,
+    HI,
+    LO,
+    NAMES,
+    SUIT_NAMES,
+    TRUMPS,
+    Tile,
+    is_trump,
+    suits_of,
+)
 
 
 def decide(h: Hand, action: Action) -> list[ev.Event]:
@@ -214,8 +224,11 @@ def check_follow(h: Hand, seat: int, t: Tile) -> None:
     hand = h.hands[seat]
     for x in hand:
         if x in able:
+            # §5: a trump bearing the led suit (5-3, fives trump, threes led) is only a trump.
+            why = (f" ({NAMES[t]} is a trump, and only a trump: it does not follow "
+                   f"{SUIT_NAMES[led]}, §5)" if led in (HI[t], LO[t]) else "")
             raise violation("must_follow_suit", "6.3", f"you hold {NAMES[x]}: you must "
-                            f"follow {SUIT_NAMES[led]}")
+                            f"follow {SUIT_NAMES[led]}{why}")
     bears = TRUMPS[trump]
     if h.opts.is_rounce or t in bears:
         return
