@@ -40,6 +40,7 @@ def main() -> None:
     os.environ.setdefault("LOO_LOG_LEVEL", "WARNING")
     for var, *_ in LIMIT_VARS:
         os.environ[var] = "1000000/second"
+    os.environ["LOO_RATE_LIMIT_LOOPBACK"] = "limit"  # counted, as a public server counts
     db = "loo_profile_" + uuid.uuid4().hex[:8]
     with psycopg.connect(args.database_url, autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {db}")

@@ -6,7 +6,10 @@ its import), `write` (any other POST, PUT, PATCH or DELETE) and `read` (the rest
 with a bearer token spends from that token's budget (the token is kept only as a hash) and
 from its address's; one without a token from its address's alone. Over budget: 429
 problem+json with Retry-After, before the body is read. The probes (/healthz, /readyz),
-/metrics and the page assets are never limited.
+/metrics and the page assets are never limited, nor (by default, LOO_RATE_LIMIT_LOOPBACK) a
+client on the service's own host that no proxy forwarded: the operator's scripts and a
+club's software beside the service run at full speed, which a public server's budgets would
+refuse (a test suite playing whole games makes hundreds of writes a second).
 
 Counters live in Redis when REDIS_URL is set (keys under `LIMITS:LIMITER/<LOO_QUEUE_PREFIX>/`,
 so every API process shares them), in the process's memory otherwise. With Redis, a request's
@@ -46,7 +49,12 @@ LIMIT_VARS: tuple[tuple[str, str, str, str], ...] = (
     ("LOO_RATE_LIMIT_READ_ADDRESS", "read", "address", "500/second"),
 )
 SWITCH_VAR = "LOO_RATE_LIMITS"  # "off" turns every limit off (a trusted load test)
-ENV_VARS = (SWITCH_VAR, *(v[0] for v in LIMIT_VARS))
+# "exempt" (the default): a client on this host, straight to the API, is not limited (the
+# operator's scripts, a club's own software beside the service, a test run); "limit": it is.
+LOOPBACK_VAR = "LOO_RATE_LIMIT_LOOPBACK"
+ENV_VARS = (SWITCH_VAR, LOOPBACK_VAR, *(v[0] for v in LIMIT_VARS))
+# A loopback peer sending one of these is a proxy on this host: its clients are anyone.
+FORWARDING_HEADERS = ("HTTP_X_FORWARDED_FOR", "HTTP_FORWARDED", "HTTP_X_REAL_IP")
 CREATE_RULES = frozenset({"/v1/tables", "/v1/clubs", "/v1/clubs/<club_id>/tables",
                           "/v1/clubs/<club_id>/tables/import"})
 UNLIMITED_PREFIXES = ("/healthz", "/readyz", "/metrics", "/assets/")
@@ -74,6 +82,30 @@ def bearer(req: Request | None = None) -> str | None:
 
 def by_address(req: Request | None = None) -> str:
     return "address:" + ((req or current_request()).remote_addr or "unknown")
+
+
+def local_client(req: Request) -> bool:
+    """A client on this host talking to the API directly: its address (the TCP peer, or the
+    one the trusted proxies name) is a loopback one, and nothing in the request says a proxy
+    forwarded it. A proxy on this host (nginx in front, LOO_TRUSTED_PROXIES unset) has a
+    loopback address too, but sends X-Forwarded-For: its clients are counted, as one
+    address. A client elsewhere cannot pass for this one: the peer's address is the
+    kernel's, and behind trusted proxies the address is the one the nearest proxy saw."""
+    addr = req.remote_addr or ""
+    if not (addr.startswith("127.") or addr == "::1" or addr.startswith("::ffff:127.")):
+        return False
+    environ = req.environ
+    return not any(h in environ for h in FORWARDING_HEADERS)
+
+
+def exempts_loopback(environ: Mapping[str, str]) -> bool:
+    """LOO_RATE_LIMIT_LOOPBACK: exempt (the default) or limit."""
+    value = environ.get(LOOPBACK_VAR, "").strip().lower()
+    if value in {"", "exempt"}:
+        return True
+    if value == "limit":
+        return False
+    raise ConfigError(f"{LOOPBACK_VAR}: {value!r} is neither exempt nor limit")
 
 
 def parse_limits(environ: Mapping[str, str]) -> dict[str, str] | None:
@@ -165,10 +197,11 @@ def install(app: Flask, environ: Mapping[str, str], redis_url: str | None,
     limits = parse_limits(environ)
     if limits is None:
         return None
+    exempt = exempts_loopback(environ)
     uri, options = storage_for(redis_url)
     storage = LocalStorage() if redis_url is None else storage_from_string(
         uri, wrap_exceptions=True, **options)
-    limiter = RateLimits(limits, storage, prefix)
+    limiter = RateLimits(limits, storage, prefix, exempt_loopback=exempt)
     app.extensions["loo_limiter"] = limiter
     app.before_request(limiter.check)
     return limiter
@@ -207,7 +240,9 @@ class RateLimits:
 
     RECHECK = 5.0  # seconds between looks at a storage that failed (counting in memory)
 
-    def __init__(self, limits: Mapping[str, str], storage: Storage, prefix: str) -> None:
+    def __init__(self, limits: Mapping[str, str], storage: Storage, prefix: str,
+                 exempt_loopback: bool = False) -> None:
+        self.exempt_loopback = exempt_loopback
         # (class, keyed by) -> (variable, its text, the parsed limits)
         self.budgets: dict[tuple[str, str], tuple[str, str, list[RateLimitItem]]] = {
             (cls, keyed): (var, limits[var], parse_many(limits[var]))
@@ -232,6 +267,8 @@ class RateLimits:
         if rule is None or req.path.startswith(UNLIMITED_PREFIXES) \
                 or rule.endpoint.rpartition(".")[2] == "static":
             return None  # unknown paths (404, 405) and what is never limited
+        if self.exempt_loopback and local_client(req):
+            return None  # this host's own client (LOO_RATE_LIMIT_LOOPBACK)
         cls = request_class(req)
         token = bearer(req)
         spends = [("address", by_address(req))]

@@ -283,3 +283,56 @@ def test_with_redis_a_request_spends_its_token_and_address_budgets_in_one_round_
     finally:
         container.close()
         server.remove()
+
+
+# ---- a client on this host ------------------------------------------------------------------
+def test_a_client_on_this_host_is_not_limited_unless_asked(limited: Any) -> None:
+    """LOO_RATE_LIMIT_LOOPBACK=exempt (the default): the operator's scripts and a club's own
+    software beside the service run at full speed; anyone else is counted as before."""
+    app = limited(LOO_RATE_LIMIT_CREATE_ADDRESS="3/minute", LOO_RATE_LIMIT_CREATE="3/minute",
+                  LOO_RATE_LIMIT_READ="3/minute", LOO_RATE_LIMIT_LOOPBACK="exempt")
+    c = app.test_client()
+    for local in ("127.0.0.1", "127.0.1.1", "::1"):
+        assert [c.post("/v1/tables", json={"seats": SEATS},
+                       environ_base={"REMOTE_ADDR": local}).status_code
+                for _ in range(5)] == [201] * 5, local
+    t = c.post("/v1/tables", json={"seats": SEATS}).get_json()
+    auth = {"Authorization": f"Bearer {t['admin_token']}"}
+    assert {c.get(f"/v1/tables/{t['id']}", headers=auth).status_code for _ in range(6)} == {200}
+    away = {"REMOTE_ADDR": "192.0.2.7"}
+    assert [c.post("/v1/tables", json={"seats": SEATS}, environ_base=away).status_code
+            for _ in range(4)] == [201, 201, 201, 429]
+    # The token a local client used is limited where someone else uses it.
+    assert [c.get(f"/v1/tables/{t['id']}", headers=auth, environ_base=away).status_code
+            for _ in range(4)] == [200, 200, 200, 429]
+
+
+@pytest.mark.parametrize("header", ["X-Forwarded-For", "Forwarded", "X-Real-IP"])
+def test_a_proxy_on_this_host_is_counted_though_its_address_is_loopback(
+        limited: Any, header: str) -> None:
+    """nginx on the same host without LOO_TRUSTED_PROXIES: every request comes from
+    127.0.0.1, but names a client: counted (all of them as one address), never exempt."""
+    app = limited(LOO_RATE_LIMIT_CREATE_ADDRESS="3/minute", LOO_RATE_LIMIT_LOOPBACK="exempt")
+    c = app.test_client()
+    value = "for=198.51.100.4" if header == "Forwarded" else "198.51.100.4"
+    assert [c.post("/v1/tables", json={"seats": SEATS}, headers={header: value}).status_code
+            for _ in range(4)] == [201, 201, 201, 429]
+
+
+def test_behind_trusted_proxies_a_forged_loopback_address_buys_nothing(limited: Any) -> None:
+    app = limited(LOO_RATE_LIMIT_CREATE_ADDRESS="3/minute", LOO_TRUSTED_PROXIES="1",
+                  LOO_RATE_LIMIT_LOOPBACK="exempt")
+    c = app.test_client()
+    # The client wrote 127.0.0.1; the proxy appended the address it saw, which counts.
+    assert [_create(c, "127.0.0.1, 198.51.100.9") for _ in range(4)] == [201, 201, 201, 429]
+    # A client on the proxy's host comes through the proxy: counted too.
+    assert [_create(c, "127.0.0.1") for _ in range(4)] == [201, 201, 201, 429]
+
+
+def test_loopback_takes_exempt_or_limit(limited: Any) -> None:
+    with pytest.raises(ConfigError, match="LOO_RATE_LIMIT_LOOPBACK"):
+        limited(LOO_RATE_LIMIT_LOOPBACK="sometimes")
+    app = limited(LOO_RATE_LIMIT_CREATE_ADDRESS="2/minute", LOO_RATE_LIMIT_LOOPBACK="limit")
+    c = app.test_client()
+    assert [c.post("/v1/tables", json={"seats": SEATS}).status_code
+            for _ in range(3)] == [201, 201, 429]
