@@ -62,10 +62,10 @@ class HandRecord(MethodView):
         p, before, mine = _hand_bounds(table_id, number)
         viewer = viewer_for(p)
         state = project(before + mine).table
-        live = live_hand(p.table)
+        live = live_hand(p)
         return {"number": number, "complete": state.hand is not None and not state.live,
                 "settled": state.settled,
-                "hand": hand_view(state, viewer, full=live != number),
+                "hand": hand_view(state, viewer, full=live is None or live.number != number),
                 "events": table_events(ledger(), table_id, mine, viewer, live=live)}
 
 
@@ -77,7 +77,8 @@ class Replay(MethodView):
         """Full-information state after the first `step` events of hand n."""
         p, before, mine = _hand_bounds(table_id, number)
         viewer = viewer_for(p)
-        if not viewer.admin and live_hand(p.table) == number:
+        live = live_hand(p)
+        if not viewer.admin and live is not None and live.number == number:
             raise Forbidden("hand_live", "replay opens once the hand is complete")
         step = query["step"]
         if step > len(mine):  # API.md "Hands": out of range is a 422, never clamped
@@ -89,7 +90,7 @@ class Replay(MethodView):
         # The live hand's seed stays secret until revealed, here as in /events.
         return {"step": step, "steps": len(mine), "voided": number in p.table.voided,
                 "event": table_events(ledger(), table_id, [mine[step - 1]], admin,
-                                      live=live_hand(p.table))[0] if step else None,
+                                      live=live)[0] if step else None,
                 "state": {"pool": state.pool,
                           "balances": {str(s): b for s, b in enumerate(state.balances)},
                           "scores": {str(s): b for s, b in enumerate(state.scores)},
@@ -128,7 +129,7 @@ class Events(MethodView):
         stored = led.events(table_id, after_version=after,
                             up_to_version=min(after + limit, p.version)) \
             if after < p.version else []
-        return {"events": table_events(led, table_id, stored, viewer, live=live_hand(p.table)),
+        return {"events": table_events(led, table_id, stored, viewer, live=live_hand(p)),
                 "next": stored[-1].version if stored else after}
 
 

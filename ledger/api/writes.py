@@ -165,6 +165,6 @@ def write_response(table_id: str, viewer: Viewer, written: Written) -> dict[str,
         # process) would be redacted against the wrong hand.
         stored = led.events(table_id, after_version=written.first_version - 1,
                             up_to_version=p.version)
-    live = live_hand(p.table)
+    live = live_hand(p)
     return {"version": p.version, "events": [redact(s, viewer, live) for s in stored],
             "table": table_view(table_id, p, viewer)}

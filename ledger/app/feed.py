@@ -37,7 +37,7 @@ from urllib.parse import urlsplit
 from ledger.app.checkpoints import SETTLEMENT_ENDS
 from ledger.app.projector import decode
 from ledger.app.service import Ledger
-from ledger.app.views import Viewer, live_hand, redact
+from ledger.app.views import Live, Viewer, live_hand, redact
 from ledger.core import events as ev
 from ledger.store.base import EventStore, StoredEvent, Watch
 
@@ -339,7 +339,7 @@ class TableSource:
 
 def table_events(ledger: Ledger, table_id: str, stored: Sequence[StoredEvent],
                  viewer: Viewer, fresh: float = CHECKPOINT_FRESH,
-                 live: int | None | bool = False) -> list[dict[str, Any]]:
+                 live: Live | None | bool = False) -> list[dict[str, Any]]:
     """A table's events as the feeds serve them to `viewer`: redacted while their hand is
     live (as the table is now, unless `live` gives its live hand), and the end of each
     hand's settlement carrying its signed `checkpoint` (API.md Checkpoints)."""
@@ -349,7 +349,7 @@ def table_events(ledger: Ledger, table_id: str, stored: Sequence[StoredEvent],
         p = ledger.cached(table_id)
         if p is None or (stored and p.version < stored[-1].version):
             p = ledger.load(table_id)
-        live = live_hand(p.table)
+        live = live_hand(p)
     out = [redact(s, viewer, live) for s in stored]  # type: ignore[arg-type]
     attach_checkpoints(ledger, table_id, stored, out, fresh)
     return out

@@ -143,35 +143,46 @@ def _count(value: Any) -> dict[str, int]:
 _BEFORE_DEAL = frozenset({"hand_started", "stake_posted"})
 
 
-def redact(s: StoredEvent, viewer: Viewer, live_hand: int | None) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class Live:
+    """The hand whose hidden tiles are still secret, and the version of its hand_started:
+    every event after its deal chains on the hidden tiles, whatever hand it belongs to (a
+    spectator added or revoked meanwhile belongs to none)."""
+
+    number: int
+    since: int
+
+
+def redact(s: StoredEvent, viewer: Viewer, live: Live | None) -> dict[str, Any]:
     """An event as the viewer may see it: hidden tiles removed while its hand is live.
 
-    A hash commits to the whole event, hidden tiles included, and a discard is one of a few
-    hundred possibilities: given the hash (or any later hash of the chain, which commits to
-    it) a seat could try them all and find it. So while a hand is live a seat gets no hash
-    from its deal on, nor the `prev_hash` after it; the chain is open again, and checkable
-    end to end, once the hand is complete (§10). table_created keeps its token hashes:
-    without them nobody could check the chain from version 1, and a SHA-256 digest of a
-    192-bit random token opens nothing.
+    A hash commits to the whole event, hidden tiles included, and through the chain to every
+    event before it; a recorded deal or a discard is one of a few thousand possibilities:
+    given such a hash a seat could try them all and find it. So while a hand is live a seat
+    gets no hash from its deal on, nor any `prev_hash` after the deal, the hand's own events
+    and the table's (a spectator added mid-hand) alike; the chain is open again, and
+    checkable end to end, once the hand is complete (§10). table_created keeps its token
+    hashes: without them nobody could check the chain from version 1, and a SHA-256 digest
+    of a 192-bit random token opens nothing.
     """
     data = dict(s.data)
     digest, prev = s.hash, s.prev_hash
-    if live_hand is not None:
-        live = s.hand == live_hand
-        if live and s.type == "tiles_dealt":
+    if live is not None:
+        mine = s.hand == live.number
+        if mine and s.type == "tiles_dealt":
             data.pop("seed", None)  # secret until seed_revealed, even for the admin
             if not viewer.admin:
                 data["hands"] = {k: (v if viewer.seat == int(k) else _count(v))
                                  for k, v in data["hands"].items()}
                 data["boneyard"] = _count(data["boneyard"])
-        elif live and s.type in ("miss_drawn", "tiles_discarded") \
+        elif mine and s.type in ("miss_drawn", "tiles_discarded") \
                 and not viewer.sees_seat(data["seat"]):
             data["tiles"] = _count(data["tiles"])
             if "put_out" in data:
                 data["put_out"] = _count(data["put_out"])
         # table_closed can follow a live hand that was abandoned: it chains on its events.
-        if not viewer.admin and ((live and s.type not in _BEFORE_DEAL)
-                                 or s.type == "table_closed"):
+        after_deal = s.version > live.since and s.type not in _BEFORE_DEAL
+        if not viewer.admin and (after_deal or s.type == "table_closed"):
             digest = None
             if s.type != "tiles_dealt":
                 prev = None
@@ -180,6 +191,9 @@ def redact(s: StoredEvent, viewer: Viewer, live_hand: int | None) -> dict[str, A
             "hash": digest, "prev_hash": prev}
 
 
-def live_hand(t: tb.Table) -> int | None:
+def live_hand(p: Projection) -> Live | None:
     """The hand whose hidden tiles are still secret; none once the table is closed."""
-    return t.hand.number if t.hand is not None and t.live and t.status != "closed" else None
+    t = p.table
+    if t.hand is None or not t.live or t.status == "closed":
+        return None
+    return Live(t.hand.number, p.hand_starts[-1])  # the live hand is the last one begun

@@ -445,7 +445,7 @@ class _Bodies:
                                            s.version), base)
             self.folds[s.table_id] = p
         (doc,) = table_events(self.ledger, s.table_id, [s], SPECTATOR,
-                              live=live_hand(p.table))
+                              live=live_hand(p))
         return doc | {"stream": s.table_id}
 
 

@@ -9,7 +9,7 @@ import pytest
 from ledger.app.audit import audit
 from ledger.app.projector import project
 from ledger.app.service import Ledger
-from ledger.app.views import Viewer, redact, table_view
+from ledger.app.views import Viewer, live_hand, redact, table_view
 from ledger.core import commands as c
 from ledger.core.errors import RuleViolation
 from ledger.core.rules.actions import Play
@@ -152,7 +152,7 @@ def test_seat_view_never_shows_other_hands_while_live():
         assert isinstance(held, list) == (seat == "0")
     assert "boneyard" not in view["hand"]
     for s in led.store.load(tid):
-        data = redact(s, Viewer(admin=False, seat=0), p.table.hand.number)["data"]
+        data = redact(s, Viewer(admin=False, seat=0), live_hand(p))["data"]
         if s.type == "tiles_dealt":
             assert data["boneyard"] == {"count": len(s.data["boneyard"])}
             assert "seed" not in data
