@@ -103,3 +103,20 @@ def test_results_lone_player_wins_five(club: Club):
     r = club.start(t, _result({"1": "drop", "2": "play", "3": "drop", "0": "drop"}))
     assert r.status_code == 200, r.get_json()
     assert [s["score"] for s in r.get_json()["table"]["seats"]] == [0, 0, 5, 0]
+
+
+def test_an_action_at_a_results_table_is_wrong_mode_before_and_after_a_hand(club: Club):
+    """A results table never has a hand to act in: an action is refused as the wrong mode
+    for this table (send the result to /hands), not with "no hand: start one", which a
+    scorer would follow to no end. Nothing is appended either way."""
+    t = club.create(deal="results", first_dealer=0)
+    body = {"type": "decide", "choice": "play", "seat": 1}
+    for _ in range(2):
+        version = club.view(t)["version"]
+        r = club.act(t, body)
+        p = club.problem(r, 422, "wrong_mode")
+        assert p["rule"] == "10" and "/hands" in p["detail"], p
+        assert club.view(t)["version"] == version
+        r = club.start(t, _result({"0": "play", "1": "play", "2": "play", "3": "play"},
+                                  {"0": 3, "1": 0, "2": 0, "3": 2}))
+        assert r.status_code == 200, r.get_json()

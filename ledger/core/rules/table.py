@@ -157,6 +157,9 @@ def act(t: Table, action: Action) -> list[ev.Event]:
     if t.status != "playing":
         _check_open(t)
     h = t.hand
+    if t.opts.deal == "results":  # never a hand to act in: say why, not "start one"
+        raise hd.violation("wrong_mode", "10", "this table records results only: send each "
+                           "hand's result to /hands instead of actions")
     if h is None or h.phase == "complete":
         raise Invalid("no_live_hand", "no hand is being played at this table: start one",
                        rule="7")
