@@ -792,7 +792,9 @@ def test_a_members_points_ledger_counts_the_rounce_start_as_the_row_does(
         == f"season={season}&scoring=points")
 
 
-def test_a_members_ledger_opens_from_the_member_list(club, members, browser):  # noqa: F811
+def test_a_members_ledger_opens_from_the_member_list(club, members, ledger_season,
+                                                     browser):  # noqa: F811
+    # ledger_season: Dan has played (a standings row) whichever tests ran before this one.
     base, cid, token = club["url"], club["id"], club["token"]
     dan = members[3]
     open_club_page(browser, club, "/members")
