@@ -246,7 +246,7 @@ def create_app(container: Container | None = None,
                                   if k in limits.ENV_VARS}}
     limits.install(app, limit_env, container.settings.redis_url, container.settings.queue_name)
     app.before_request(require_json_body)  # after the limiter's: a 429 reads no body
-    app.after_request(close_after_refused_body)
+    app.after_request(final_headers)
     proxies = trusted_proxies({**os.environ, **{k: str(v) for k, v in (test_config or {}).items()
                                                 if k == "LOO_TRUSTED_PROXIES"}})
     if proxies:
@@ -276,9 +276,15 @@ def max_body_bytes(environ: Mapping[str, str]) -> int:
     return int(raw)
 
 
-def close_after_refused_body(resp: Response) -> Response:
+def final_headers(resp: Response) -> Response:
     """After a 413 the unread body is not drained (it may be gigabytes): the connection
-    closes instead of being kept alive for the next request."""
+    closes instead of being kept alive for the next request. The API's answers are never
+    kept by a cache (Cache-Control: no-store, unless the route said otherwise, as the feeds
+    do): they carry tokens shown once (a new table's, a club's), tiles only one seat may
+    see, and state that changes with every move."""
     if resp.status_code == 413:
         resp.headers["Connection"] = "close"
+    headers = resp.headers
+    if "Cache-Control" not in headers and current_request().path.startswith("/v1/"):
+        headers["Cache-Control"] = "no-store"
     return resp
