@@ -13,9 +13,7 @@ it was sent. Screenshots under tests/artefacts/web/live-*.png and lan-*.png.
 
 from __future__ import annotations
 
-import json
 import socket
-import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,6 +21,7 @@ import pytest
 
 from tests.e2e.test_serve_process import serving
 from tests.web.test_browser import browser, settle, wait_for  # noqa: F401
+from tests.web.test_club_browser import ok
 
 By = pytest.importorskip("selenium.webdriver.common.by").By
 Keys = pytest.importorskip("selenium.webdriver.common.keys").Keys
@@ -39,18 +38,6 @@ document.addEventListener('copy', () => {
   window.copies.push(text);
 });
 """
-
-
-def call(base: str, method: str, path: str, token: str | None = None, body: Any = None) -> Any:
-    headers = {"Accept": "application/json"}
-    if body is not None:
-        headers["Content-Type"] = "application/json"
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    req = urllib.request.Request(base + path, method=method, headers=headers,
-                                 data=None if body is None else json.dumps(body).encode())
-    with urllib.request.urlopen(req, timeout=10) as r:
-        return json.loads(r.read())
 
 
 def lan_address() -> str | None:
@@ -76,15 +63,15 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
 
 
 def two_humans(base: str) -> dict[str, Any]:
-    return call(base, "POST", "/v1/tables", body={"first_dealer": 0, "seats": [
+    return ok(base, "POST", "/v1/tables", body={"first_dealer": 0, "seats": [
         {"name": "Ann"}, {"name": "Bob"}]})
 
 
 def move(base: str, table: dict[str, Any]) -> dict[str, Any]:
     """The first legal move, made over the API with the admin token; the table after it."""
-    view = call(base, "GET", f"/v1/tables/{table['id']}", table["admin_token"])
+    view = ok(base, "GET", f"/v1/tables/{table['id']}", table["admin_token"])
     body = view["legal_actions"][0] | {"expected_version": view["version"]}
-    return call(base, "POST", f"/v1/tables/{table['id']}/actions", table["admin_token"],
+    return ok(base, "POST", f"/v1/tables/{table['id']}/actions", table["admin_token"],
                 body)["table"]
 
 
@@ -111,7 +98,7 @@ def chips_rows(browser: Any) -> dict[str, dict[str, str]]:  # noqa: F811
 
 def balances_after_hand_1(base: str, table: dict[str, Any]) -> dict[str, str]:
     totals = {"seat:0": 0, "seat:1": 0, "pool": 0}
-    ledger = call(base, "GET", f"/v1/tables/{table['id']}/ledger", table["admin_token"])
+    ledger = ok(base, "GET", f"/v1/tables/{table['id']}/ledger", table["admin_token"])
     for t in ledger["transfers"]:
         if t["hand"] == 1:
             totals[t["from"]] -= t["amount"]
@@ -189,7 +176,7 @@ def test_the_replay_of_a_hand_in_play_gains_steps_and_keeps_the_viewers_step(
     browser.find_element(By.ID, "first").click()
     wait_for("step 0", lambda: label.get_attribute("data-step") == "0")
     finish_hand_1(base, table)
-    final = len(call(base, "GET", f"/v1/tables/{table['id']}/hands/1",
+    final = len(ok(base, "GET", f"/v1/tables/{table['id']}/hands/1",
                      table["admin_token"])["events"])
     wait_for("every step", lambda: label.get_attribute("data-steps") == str(final), deadline=6)
     assert label.get_attribute("data-step") == "0"
@@ -270,7 +257,7 @@ def test_a_lan_address_plays_moves_creates_a_club_and_copies(server, browser):  
     if not lan:
         pytest.skip("this machine has no network address besides loopback")
     table = two_humans(server["url"])
-    turn = call(server["url"], "GET", f"/v1/tables/{table['id']}", table["admin_token"])
+    turn = ok(server["url"], "GET", f"/v1/tables/{table['id']}", table["admin_token"])
     seat = table["seats"][turn["hand"]["turn"]]["token"]
     browser.get(f"{lan}/tables/{table['id']}#token={seat}")
     summary = wait_for("the table", lambda: (lambda e: e.get_attribute("data-version") and e)(
