@@ -41,6 +41,9 @@ from ledger.store.base import (
 JOB_ADVANCE = "workers.jobs.advance"
 JOB_TIME_OUT = "workers.jobs.time_out"
 TIMER_SLACK = 0.05  # seconds: a timer that fires this early (clock granularity) still acts
+# A timer run at most this early (the rq scheduler's host clock ahead of the job's) waits for
+# its time in the job: rescheduled, a run early again would meet its own id still running.
+TIMER_WAIT = 2.0
 MAX_STEPS = 400  # follow-ups run at once; a longer all-bot run goes on in a fresh job
 # At a table with a slow bot (the expert thinks up to 200 ms a move) a run of follow-ups
 # stops after this long and goes on in a fresh job: in the embedded default, on the timer
@@ -548,7 +551,8 @@ class Ledger:
     def time_out(self, table_id: str, expected_version: int) -> str:
         """The turn timer scheduled at `expected_version`: act for the seat that let its time
         pass. Returns "acted", "stale" (the table moved on: a move came first, or the timer
-        already acted), "idle" (nobody is on the clock) or "early" (rescheduled: not due)."""
+        already acted), "idle" (nobody is on the clock) or "early" (rescheduled: not due,
+        by more than TIMER_WAIT; a run less early waits for its time and then acts)."""
         p = self.load(table_id)
         if p.version != expected_version:
             return "stale"
@@ -556,9 +560,12 @@ class Ledger:
         if due is None:
             return "idle"
         seat, at = due
-        if self.clock() < at - TIMER_SLACK:
+        early = at - self.clock()
+        if early > TIMER_WAIT:
             self.schedule_timer(table_id, p, again=True)
             return "early"
+        if early > TIMER_SLACK:
+            time.sleep(early)  # a move made meanwhile wins: the append below is then stale
         try:
             self.execute(table_id, c.TimeOut(seat), expected_version=expected_version, loaded=p)
         except VersionConflict:

@@ -235,3 +235,35 @@ def test_a_hand_with_timeouts_audits_exports_and_verifies_offline():
     assert len(docs) == 1
     assert any(e["type"] == "turn_timed_out" for e in docs[0]["events"])
     verify_document(json.loads(json.dumps(docs[0])), led.signer.private.public_key())
+
+
+def test_a_timer_run_slightly_early_waits_for_its_time_rather_than_rescheduling():
+    # With rq the scheduler (one worker's clock) and the job (another worker's) may disagree
+    # by a fraction of a second. Rescheduled under `timeout:<t>:<v>:again`, an early run
+    # that found itself early again would schedule its own, still running, id: a no-op, and
+    # the timer was lost until a reconciler pass (60 s). A run less than TIMER_WAIT early
+    # waits for its time in the job instead, and acts, unless a move comes first.
+    led, table_id, d, clock = make()
+    p = led.load(table_id)
+    due = led.timer_due(table_id, p)[1]
+    clock.offset = due - time.time() - 0.4  # the job's clock: 0.4 s before the deadline
+    scheduled = len(d.timers)
+    started = time.monotonic()
+    assert jobs.time_out(table_id, p.version, ledger=led) == "acted"
+    assert 0.2 < time.monotonic() - started < 3
+    stored = led.store.load(table_id, after_version=p.version)
+    assert stored[0].type == "turn_timed_out"
+    assert not [jid for _at, jid, _a in d.timers[scheduled:] if jid.endswith(":again")]
+
+    # a move made while the early run waits wins; the timer then finds a stale version
+    p = led.load(table_id)
+    due = led.timer_due(table_id, p)[1]
+    clock.offset = due - time.time() - 0.5
+    got: list[str] = []
+    th = threading.Thread(target=lambda: got.append(jobs.time_out(table_id, p.version,
+                                                                   ledger=led)))
+    th.start()
+    led.execute(table_id, c.Act(Decide(p.table.hand.turn, "play")), expected_version=p.version)
+    th.join(10)
+    assert got == ["stale"]
+    assert len([s for s in led.store.load(table_id) if s.type == "turn_timed_out"]) == 1
