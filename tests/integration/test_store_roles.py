@@ -4,6 +4,7 @@ them append-only), and an applied migration edited later is refused."""
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Iterator
 
@@ -124,17 +125,28 @@ def test_a_database_migrated_before_checksums_gets_them_recorded(sqlite_backend)
     assert all(c for (c,) in conn.execute("SELECT checksum FROM schema_migrations"))
 
 
+@contextlib.contextmanager
+def scratch_database(pg_url: str, *roles: str) -> Iterator[str]:
+    """A database of its own (its owner's URL), dropped after with the roles the test made."""
+    name = f"loo_roles_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"'.encode())
+    try:
+        yield f"{pg_url.rsplit('/', 1)[0]}/{name}"
+    finally:
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'.encode())
+            for role in roles:
+                admin.execute(f'DROP ROLE IF EXISTS "{role}"'.encode())
+
+
 def test_loo_db_upgrade_creates_the_service_role(pg_url: str, tmp_path, monkeypatch) -> None:
     from click.testing import CliRunner
 
     from ledger.cli.main import main
 
     role = f"loo_service_{uuid.uuid4().hex[:10]}"
-    name = f"loo_roles_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(pg_url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"'.encode())
-    owner_url = f"{pg_url.rsplit('/', 1)[0]}/{name}"
-    try:
+    with scratch_database(pg_url, role) as owner_url:
         monkeypatch.setenv("DATABASE_URL", owner_url)
         monkeypatch.setenv("LOO_SERVICE_PASSWORD", "s3cret")
         r = CliRunner().invoke(main, ["db", "upgrade", "--service-role", role])
@@ -151,10 +163,6 @@ def test_loo_db_upgrade_creates_the_service_role(pg_url: str, tmp_path, monkeypa
         monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path}/x.db")
         sqlite = CliRunner().invoke(main, ["db", "upgrade", "--service-role", role])
         assert sqlite.exit_code != 0 and "PostgreSQL only" in sqlite.output
-    finally:
-        with psycopg.connect(pg_url, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'.encode())
-            admin.execute(f'DROP ROLE IF EXISTS "{role}"'.encode())
 
 
 def test_loo_db_upgrade_service_role_as_the_service_role_is_one_line_and_grants_nothing(
@@ -167,11 +175,7 @@ def test_loo_db_upgrade_service_role_as_the_service_role_is_one_line_and_grants_
     from ledger.cli.main import main
 
     role, other = (f"loo_service_{uuid.uuid4().hex[:10]}" for _ in range(2))
-    name = f"loo_roles_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(pg_url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"'.encode())
-    owner_url = f"{pg_url.rsplit('/', 1)[0]}/{name}"
-    try:
+    with scratch_database(pg_url, role, other) as owner_url:
         monkeypatch.setenv("DATABASE_URL", owner_url)
         made = CliRunner().invoke(main, ["db", "upgrade", "--service-role", role])
         assert made.exit_code == 0, made.output
@@ -185,8 +189,3 @@ def test_loo_db_upgrade_service_role_as_the_service_role_is_one_line_and_grants_
         with psycopg.connect(pg_url, autocommit=True) as admin:
             assert admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s",
                                  (other,)).fetchone() is None
-    finally:
-        with psycopg.connect(pg_url, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'.encode())
-            admin.execute(f'DROP ROLE IF EXISTS "{role}"'.encode())
-            admin.execute(f'DROP ROLE IF EXISTS "{other}"'.encode())
