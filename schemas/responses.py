@@ -138,10 +138,14 @@ class HandRecordOut(Open):
 class ReplayStateOut(Open):
     pool = fields.Integer(required=True)
     balances = fields.Dict(keys=fields.String(), values=fields.Integer(), required=True)
-    scores = fields.Dict(keys=fields.String(), values=fields.Integer(), required=True)
+    scores = fields.Dict(keys=fields.String(), values=fields.Integer(), required=True,
+                         metadata={"description": "each seat's score as the table view's "
+                                   "seats[].score shows it: points, or at a pool table the "
+                                   "chip balance"})
     dealer = fields.Integer(allow_none=True, required=True)
     status = fields.String(required=True)
-    hand = fields.Nested(HandOut, allow_none=True, required=True)
+    hand = fields.Nested(HandOut, allow_none=True, required=True, metadata={
+        "description": "hand n with every tile; null at step 0 (before its first event)"})
 
 
 class ReplayOut(Open):

@@ -14,7 +14,7 @@ from ledger.app.audit import audit
 from ledger.app.feed import TableSource, table_events
 from ledger.app.projector import chip_ledger, project, score_sheet
 from ledger.app.service import token_hash
-from ledger.app.views import Viewer, hand_view, live_hand
+from ledger.app.views import Viewer, hand_view, live_hand, replay_state
 from ledger.core.errors import Forbidden, Invalid, NotFound
 from schemas.requests import EventsQuery, ReplayQuery
 from schemas.responses import (
@@ -91,12 +91,7 @@ class Replay(MethodView):
         return {"step": step, "steps": len(mine), "voided": number in p.table.voided,
                 "event": table_events(ledger(), table_id, [mine[step - 1]], admin,
                                       live=live)[0] if step else None,
-                "state": {"pool": state.pool,
-                          "balances": {str(s): b for s, b in enumerate(state.balances)},
-                          "scores": {str(s): b for s, b in enumerate(state.scores)},
-                          "dealer": state.dealer, "status": state.status,
-                          "hand": hand_view(state, admin, full=True)
-                          if state.hand is not None and state.hand.number == number else None}}
+                "state": replay_state(state, number)}
 
 
 @blp.route("/<table_id>/events")

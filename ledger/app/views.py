@@ -133,6 +133,17 @@ def _score(t: tb.Table, seat: int) -> int:
     return t.scores[seat] if t.opts.scoring == "points" else t.balances[seat]
 
 
+def replay_state(t: tb.Table, number: int) -> dict[str, Any]:
+    """A replay step's state: what table_view showed at that version, every tile open (the
+    admin's view). Before hand n's first event (step 0) its `hand` is null."""
+    return {"pool": t.pool,
+            "balances": {str(s): t.balances[s] for s in range(t.players)},
+            "scores": {str(s): _score(t, s) for s in range(t.players)},
+            "dealer": t.dealer, "status": t.status,
+            "hand": hand_view(t, Viewer(admin=True), full=True)
+            if t.hand is not None and t.hand.number == number else None}
+
+
 # ---- events -------------------------------------------------------------------------------
 
 def _count(value: Any) -> dict[str, int]:

@@ -91,6 +91,7 @@ def test_s4_recorded_three_player_misses_and_s8_settlement(club: Club):
         assert (state["pool"], state["dealer"], state["status"]) == (
             seen["pool"], seen["dealer"], seen["status"])
         assert state["balances"] == {str(s["seat"]): s["balance"] for s in seen["seats"]}
+        assert state["scores"] == {str(s["seat"]): s["score"] for s in seen["seats"]}
     # §8.8: the pool is reported as left over at closing, not shared out.
     r = club.post(t, "/close", {})
     assert r.status_code == 200 and r.get_json()["leftover"] == 20

@@ -6,7 +6,10 @@ shuffled and recorded deals) played through the API with the admin and the seat 
   text (§4, §6), and every body outside it that we try is refused: 422 problem+json whose
   `type` links to the rule it cites, never a 5xx;
 - every trick's winner and the next leader follow §6; every chip (§8) or point (§9) the
-  ledger moved for a hand is recomputed from the hand's record; a points game ends as §9 says.
+  ledger moved for a hand is recomputed from the hand's record; a points game ends as §9 says;
+- replay equals live state (API.md "Hands"): each step of a hand's replay shows what
+  `GET /v1/tables/{id}` showed at that step's version, for the same viewer (the replay opens
+  every tile: a seat's view is compared with the replay's hand as that seat saw it).
 """
 
 from __future__ import annotations
@@ -375,7 +378,78 @@ def enter_result(club: Club, t: Table, s: Setup, dealer: int, rng: random.Random
     assert r.status_code == 200, (result, r.get_json())
 
 
+class Recorder(Club):
+    """The client, keeping every table view the API answered (GET /v1/tables/{id} and the
+    `table` of a write's answer) by version and by who asked, to set the replay against."""
+
+    def __init__(self, club: Club) -> None:
+        super().__init__(club.c)
+        self.seen: dict[int, dict[str, dict[str, Any]]] = {}
+
+    def _keep(self, r: Any, view: Any) -> Any:
+        if r.status_code == 200 and isinstance(view, dict) and "viewer" in view:
+            who = view["viewer"]
+            self.seen.setdefault(view["version"], {})[f"{who['role']}:{who['seat']}"] = view
+        return r
+
+    def get(self, t: Table, token: str | None = None, path: str = "") -> Any:
+        r = super().get(t, token, path)
+        return self._keep(r, r.get_json()) if path == "" else r
+
+    def post(self, t: Table, path: str, body: Any, token: str | None = None,
+             headers: dict[str, str] | None = None) -> Any:
+        r = super().post(t, path, body, token, headers)
+        return self._keep(r, (r.get_json() or {}).get("table"))
+
+
+def as_seen_by(hand: dict[str, Any], seat: int) -> dict[str, Any]:
+    """A full-information hand as the seat sees it live (§10): the others' tiles, discards and
+    the boneyard hidden, until the hand is complete."""
+    if hand["phase"] in ("settling", "complete"):
+        return hand
+    out = dict(hand)
+    out.pop("boneyard", None)
+    for key in ("hands", "discards"):
+        if key in hand:
+            out[key] = {k: v if int(k) == seat else {"count": len(v)}
+                        for k, v in hand[key].items()}
+    return out
+
+
+def check_replay(club: Recorder, t: Table, s: Setup, number: int, rng: random.Random) -> None:
+    """Replay equals live state: at every step whose version was served live, the replay's
+    state is the table view of that version, for the admin and for the seats alike (pool,
+    balances, scores, dealer, status, the hand; at step 0 hand n has not begun: null)."""
+    events = club.get(t, path=f"/hands/{number}").get_json()["events"]
+    token = rng.choice(t.seats)  # the hand is complete: any seat may step through it
+    first = club.get(t, token, f"/hands/{number}/replay?step=0").get_json()
+    assert first["steps"] == len(events)
+    checked = 0
+    for k in range(len(events) + 1):
+        version = events[k - 1]["version"] if k else events[0]["version"] - 1
+        views = club.seen.get(version, {})
+        if not views:
+            continue
+        state = club.get(t, token, f"/hands/{number}/replay?step={k}").get_json()["state"]
+        for who, view in views.items():
+            got = {"pool": state["pool"], "dealer": state["dealer"], "status": state["status"],
+                   "balances": state["balances"], "scores": state["scores"]}
+            want = {"pool": view["pool"], "dealer": view["dealer"], "status": view["status"],
+                    "balances": {str(x["seat"]): x["balance"] for x in view["seats"]},
+                    "scores": {str(x["seat"]): x["score"] for x in view["seats"]}}
+            assert got == want, (number, k, who)
+            if k == 0:
+                assert state["hand"] is None
+            else:
+                role, seat = who.split(":")
+                mine = state["hand"] if role == "admin" else as_seen_by(state["hand"], int(seat))
+                assert mine == view["hand"], (number, k, who)
+            checked += 1
+    assert checked, "no step of the hand was seen live"
+
+
 def play(club: Club, s: Setup) -> None:
+    club = Recorder(club)
     rng = random.Random(s.seed)
     seats = [{"name": f"p{i}"} for i in range(s.players)]
     t = club.create(variant=s.variant, scoring=s.scoring, deal=s.deal, seats=seats,
@@ -419,6 +493,7 @@ def play(club: Club, s: Setup) -> None:
         if s.deal != "results":
             check_tricks(s, rec)
         check_settlement(club, t, s, rec, books)
+        check_replay(club, t, s, number, rng)
         dealer = (dealer + 1) % s.players  # §2: the deal passes to the left
     table = club.view(t)
     assert sum(x["balance"] for x in table["seats"]) + table["pool"] == 0  # §8.7
