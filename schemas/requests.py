@@ -97,11 +97,12 @@ class OptionsIn(Strict):
         "default": False,
         "description": "seat tokens may ask GET /v1/tables/{id}/hint for the expert's move "
                        "(shuffled tables only)"})
-    turn_seconds = fields.Integer(strict=True, metadata={
+    turn_seconds = fields.Integer(strict=True, allow_none=True, metadata={
         "minimum": 5, "maximum": 3600,
         "description": "when the seat to act lets this many seconds pass, the service appends "
                        "turn_timed_out and acts for it: drop where allowed, else its lowest "
-                       "legal play; a discard drops its lowest tiles (shuffled tables only)"})
+                       "legal play; a discard drops its lowest tiles (shuffled tables only). "
+                       "null, as when left out: no timer"})
 
 
 class NewStreamIn(Strict):

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-import pytest
+import json
+from typing import Any
 
-from tests.e2e.club import Club
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.e2e.club import Club, Table
+from tests.e2e.test_api_clubs import League
 
 FOUR = [{"name": n} for n in ("Ann", "Bob", "Cat", "Dan")]
 
@@ -209,3 +215,92 @@ def test_bots_lists_every_policy_a_seat_may_name(club: Club):
     r = club.c.post("/v1/tables", json={"seats": [{"name": "A"}, {"name": "B", "bot": "nobot"}]})
     assert r.status_code == 422 and all(n in r.get_json()["detail"] + str(r.get_json())
                                         for n in names)
+
+
+# ---- API.md "Tables": a table's options, as GET shows them, make a new table -----------------
+
+@st.composite
+def table_bodies(draw) -> dict[str, Any]:
+    """Every kind of table: Loo or Rounce, pool or points, each deal, each penalty mode,
+    hints, a turn timer and max_hands where they apply (sparse: the rest left to defaults)."""
+    variant = draw(st.sampled_from(["loo", "rounce"]))
+    scoring = "points" if variant == "rounce" else draw(st.sampled_from(["pool", "points"]))
+    deal = draw(st.sampled_from(["shuffled", "recorded", "results"]))
+    players = draw(st.integers(2, 4))
+    seats = [{"name": f"p{i}"} for i in range(players)]
+    if deal == "shuffled" and draw(st.booleans()):
+        seats[-1]["bot"] = "random"  # never all bots: they would play the table out here
+    ante = draw(st.sampled_from([0, 5, 20]))
+    choices: dict[str, Any] = {
+        "ante": st.just(ante),
+        "dealer_ante": st.sampled_from([5, 10] if ante == 0 else [0, 5, 15]),
+        "loo_penalty": st.sampled_from([{"mode": "uncapped"}, {"mode": "fixed"},
+                                        {"mode": "capped", "multiplier": 10}]),
+        "lead_trump_threshold": st.integers(1, 6),
+        "target": st.integers(1, 1000),
+        "auto_deal": st.booleans(),
+        "max_hands": st.integers(1, 100000),
+    }
+    if deal == "shuffled":
+        choices |= {"hints": st.booleans(), "turn_seconds": st.integers(5, 3600)}
+    chosen = draw(st.lists(st.sampled_from(sorted(choices)), unique=True))
+    options = {k: draw(choices[k]) for k in chosen}
+    if "dealer_ante" in options and "ante" not in options and options["dealer_ante"] == 0:
+        options["ante"] = 5
+    return {"variant": variant, "scoring": scoring, "deal": deal, "seats": seats,
+            "first_dealer": 0, "options": options}
+
+
+@settings(max_examples=30, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(body=table_bodies())
+def test_tables_options_as_get_shows_them_make_a_new_table_and_club_table(club: Club, body):
+    """A club copies a table's options (GET /v1/tables/{id}) into a new table's: POST
+    /v1/tables and POST /v1/clubs/{id}/tables take them as they are, and the copy's options
+    read back the same. A client that writes an option with no value as null (a table
+    without a timer: turn_seconds null) means the same as leaving it out."""
+    options = club.view(club.create(**body))["options"]
+    lg = League(club)
+    for copied in (options, options | {"turn_seconds": options.get("turn_seconds")}):
+        again = body | {"options": copied}
+        made = [club.c.post("/v1/tables", json=again),
+                club.c.post(lg.url("/tables"), json=again | {"season": None},
+                            headers=lg.h(lg.scorer))]
+        for r in made:
+            assert r.status_code == 201, (copied, r.get_json())
+            t = r.get_json()
+            view = club.c.get(f"/v1/tables/{t['id']}", headers=club.auth(t["admin_token"]))
+            assert view.get_json()["options"] == options
+
+
+@pytest.mark.parametrize("deal", ["shuffled", "recorded", "results"])
+def test_tables_turn_seconds_null_is_no_timer_and_the_bounds_stay(club: Club, deal):
+    """API.md "Tables": options.turn_seconds null is no timer, as when it is left out;
+    5-3600 whole seconds otherwise (shuffled tables only), on both create operations."""
+    lg = League(club)
+    for post in (lambda b: club.c.post("/v1/tables", json=b),
+                 lambda b: club.c.post(lg.url("/tables"), json=b, headers=lg.h(lg.scorer))):
+        r = post({"seats": FOUR, "deal": deal, "options": {"turn_seconds": None}})
+        assert r.status_code == 201, r.get_json()
+        t = r.get_json()
+        view = club.c.get(f"/v1/tables/{t['id']}", headers=club.auth(t["admin_token"]))
+        assert "turn_seconds" not in view.get_json()["options"]
+        for bad in (4, 3601, 5.5, "60", True):
+            r = post({"seats": FOUR, "deal": deal, "options": {"turn_seconds": bad}})
+            club.problem(r, 422)
+        if deal != "shuffled":
+            r = post({"seats": FOUR, "deal": deal, "options": {"turn_seconds": 60}})
+            club.problem(r, 422, "invalid_option")
+    if deal == "results":  # an import takes the file's options: null there is no timer too
+        r = club.c.post("/v1/tables", json={"seats": FOUR, "deal": deal, "first_dealer": 0})
+        t = Table(r.get_json()["id"], r.get_json()["admin_token"], [], r.get_json())
+        assert club.start(t, {"result": {"decisions": {"0": "play", "1": "play", "2": "drop",
+                                                       "3": "play"},
+                                         "tricks": {"0": 3, "1": 2, "2": 0, "3": 0}}}
+                          ).status_code == 200
+        docs = [json.loads(x) for x in club.get(t, path="/history").data.splitlines()]
+        for doc in docs:
+            doc["table"]["options"]["turn_seconds"] = None
+        r = club.c.post(lg.url("/tables/import"), data="\n".join(map(json.dumps, docs)),
+                        headers=lg.h(lg.scorer) | {"Content-Type": "application/x-ndjson"})
+        assert r.status_code == 201, r.get_json()
