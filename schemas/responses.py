@@ -397,6 +397,30 @@ class StandingsOut(Open):
                        "3); within a tie, by name then member id"})
 
 
+class MemberLedgerItemOut(Open):
+    """One entry of a member's ledger: a transfer, a score or a start, with `kind` and the
+    fields it has in its own list (`transfers`, `scores`, `starts`)."""
+
+    kind = fields.String(required=True, validate=validate.OneOf(
+        ["transfer", "score", "start"]), metadata={
+            "description": "the list the entry is also in: transfer (`transfers`), score "
+                           "(`scores`), start (`starts`)"})
+    table = fields.String(required=True)
+    seat = fields.Integer(required=True, metadata={"description": "the member's seat there"})
+    hand = fields.Integer(allow_none=True, metadata={"description": "transfer, score"})
+    version = fields.Integer(metadata={
+        "description": "transfer, score: the table version of the event that caused it"})
+    from_ = fields.String(attribute="from", data_key="from",
+                          metadata={"description": "transfer: `seat:N` or `pool`"})
+    to = fields.String(metadata={"description": "transfer: `seat:N` or `pool`"})
+    amount = fields.Integer(metadata={"description": "transfer: chips, at least 1"})
+    reason = fields.String(metadata={"description": "transfer, score: as in its own list"})
+    delta = fields.Integer(metadata={"description": "score: the points it adds"})
+    points = fields.Integer(metadata={"description": "start: the score the seat starts from"})
+    counted = fields.Integer(metadata={
+        "description": "score, start: what it adds to the standings' points in this view"})
+
+
 class MemberLedgerOut(Open):
     member = fields.String()
     mixed_points = fields.Boolean(metadata={
@@ -414,6 +438,16 @@ class MemberLedgerOut(Open):
                        "`counted` (that start, or 0 for a Rounce table with "
                        "`mixed_points`). The standings' `points` in the same view are the "
                        "`counted` of these plus those of the `scores`"})
+    items = fields.List(fields.Nested(MemberLedgerItemOut), required=True, metadata={
+        "description": "the same `starts`, `transfers` and `scores` as one list paged as every "
+                       "list is (?limit=, ?cursor=; `transfers`, `scores` and `starts` stay "
+                       "whole), in the order they came into the member's ledger, which only "
+                       "appends: by the global position of the event that caused each (for a "
+                       "table the club listed after its events, an import: of that listing), "
+                       "then the table version (a start first), a transfer before a score of "
+                       "the same event"})
+    next = fields.String(allow_none=True, required=True,
+                         metadata={"description": "the next page's cursor"})
 
 
 class BotOut(Open):

@@ -707,13 +707,18 @@ def _position(raw: str) -> int:
 class MemberLedgerResource(MethodView):
     @blp.doc(parameters=lists.params({
         "season": lists.TEXT, "variant": lists.enum("loo", "rounce"),
-        "scoring": lists.enum("pool", "points")}, lists.WHOLE))
+        "scoring": lists.enum("pool", "points")}))
     @blp.response(200, MemberLedgerOut)
     def get(self, club_id: str, member_id: str) -> Any:
         """The transfers and scores behind a member's row, each with table, hand, version:
         ?season=, ?variant= and ?scoring= pick the tables as the standings' filters do, so
-        the `counted` of its starts and scores add up to the row's `points` in that view."""
-        f, _, _ = lists.query({"season": lists.text, "variant": lists.one_of("loo", "rounce"),
-                               "scoring": lists.one_of("pool", "points")}, lists.WHOLE)
-        return clubs().member_ledger(clubs().load(club_id), member_id, f.get("season"),
+        the `counted` of its starts and scores add up to the row's `points` in that view.
+        `transfers`, `scores` and `starts` are whole; `items` is the same entries as one list
+        paged like every list (/docs/http, Lists: ?limit=, ?cursor=, `next`), in the order they
+        came into the member's ledger."""
+        f, limit, offset = lists.query({
+            "season": lists.text, "variant": lists.one_of("loo", "rounce"),
+            "scoring": lists.one_of("pool", "points")})
+        book = clubs().member_ledger(clubs().load(club_id), member_id, f.get("season"),
                                      f.get("variant"), f.get("scoring"))
+        return book | lists.page(book["items"], limit, offset)

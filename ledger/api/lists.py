@@ -55,7 +55,7 @@ PAGED, WHOLE, BY_LIMIT = ("limit", "cursor"), (), ("limit",)
 def query(filters: dict[str, Filter], paging: tuple[str, ...] = PAGED,
           ) -> tuple[dict[str, Any], int, int]:
     """The parsed filters, the limit and the offset the cursor stands for. An answer that
-    is not paged (WHOLE: standings, a member's ledger, NDJSON exports) takes no limit or
+    is not paged (WHOLE: standings, NDJSON exports) takes no limit or
     cursor, and one paged by position (BY_LIMIT: the club feed's ?after=) no cursor: sent
     to them they would be ignored, so they are unknown parameters."""
     allowed = set(filters) | set(paging)

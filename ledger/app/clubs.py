@@ -234,7 +234,16 @@ class Clubs:
         same filters), each naming its event (a season that is not the club's: 422
         unknown_season). Each score and start says what it `counted` toward the row's
         points: itself, or in a view mixing Loo for points and Rounce, for a Rounce table,
-        its opposite (a start counts 0: target minus score is minus the deltas)."""
+        its opposite (a start counts 0: target minus score is minus the deltas).
+
+        `items`: the same starts, transfers and scores as one list (each with its `kind`),
+        in the order they came into the member's ledger, which only appends (API.md Lists:
+        paged by an offset, a page boundary must not move): by the global position of the
+        event that caused the entry, or, for a table the club's stream listed after its
+        events (an import), by the position of that listing (club_table_added), when the
+        entry became the member's; then by table version (a start, version 0, first), a
+        transfer before a score of the same event (a void gives back both), and the order
+        the event gives them in."""
         loaded.club.member(mid)
         if season is not None:
             cl.known_season(loaded.club, season)
@@ -242,29 +251,46 @@ class Clubs:
         transfers: list[dict[str, Any]] = []
         scores: list[dict[str, Any]] = []
         starts: list[dict[str, Any]] = []  # a points table's starting score (Rounce: 15)
-        for link in self._tables(loaded, season, variant, scoring):
+        entries: list[tuple[tuple[int, int, int, int], dict[str, Any]]] = []
+        links = self._tables(loaded, season, variant, scoring)
+        linked = self._linked_at(loaded) if any(mid in t.members for t in links) else {}
+        for link in links:
             up = mixed and link.variant == "rounce"  # counted from the target down
             if mid not in link.members:
                 continue
             seat = link.members.index(mid)
             account = f"seat:{seat}"
             stored = self.store.load(link.table_id)
+            since = linked.get(link.table_id, 0)
+            at = {s.version: max(s.position, since) for s in stored}
             p = project(stored)
             book = chip_ledger(stored, p.table.players)
-            for x in book["transfers"]:
+            for i, x in enumerate(book["transfers"]):
                 if account in (x["from"], x["to"]):
                     transfers.append({"table": link.table_id, "seat": seat, **x})
+                    entries.append(((at[x["version"]], x["version"], 0, i),
+                                    {"kind": "transfer"} | transfers[-1]))
             sheet = score_sheet(stored, p.table)
-            for x in sheet["scores"]:
+            for i, x in enumerate(sheet["scores"]):
                 if x["seat"] == seat:
                     scores.append({"table": link.table_id, **x,
                                    "counted": -x["delta"] if up else x["delta"]})
+                    entries.append(((at[x["version"]], x["version"], 1, i),
+                                    {"kind": "score"} | scores[-1]))
             if link.scoring == "points":  # the standings' points count it, so must a sum
                 start = sheet["start"][account]
                 starts.append({"table": link.table_id, "seat": seat, "points": start,
                                "counted": 0 if up else start})
+                entries.append(((at[stored[0].version], 0, 0, 0), {"kind": "start"} | starts[-1]))
+        entries.sort(key=lambda entry: entry[0])
         return {"member": mid, "mixed_points": mixed, "transfers": transfers,
-                "scores": scores, "starts": starts}
+                "scores": scores, "starts": starts, "items": [item for _, item in entries]}
+
+    def _linked_at(self, loaded: Loaded) -> dict[str, int]:
+        """Each club table's id: the global position at which the club's stream listed it."""
+        return {s.data["table_id"]: s.position
+                for s in self.store.load(loaded.id, up_to_version=loaded.version)
+                if s.type == "club_table_added"}
 
 
 _FIGURE_EVENTS = frozenset({"hand_settled", "hand_completed", "penalty_assessed"})

@@ -226,6 +226,7 @@ LIST_ITEMS = {  # API.md's fields of each list's items
     "/v1/clubs/{club_id}/seasons": {"id", "name", "starts_on"},
     "/v1/clubs/{club_id}/tables": {"id", "variant", "scoring", "status", "season",
                                    "created_at", "hands", "seats"},
+    "/v1/clubs/{club_id}/members/{member_id}/ledger": {"kind", "table", "seat"},
 }
 
 
@@ -269,6 +270,8 @@ def test_every_list_in_the_spec_documents_its_items_and_serves_them(club: Club, 
         "/v1/tables/{table_id}/checkpoints": club.get(t, path="/checkpoints"),
         **{f"/v1/clubs/{{club_id}}/{name}": club.c.get(lg.url(f"/{name}"), headers=h)
            for name in ("tokens", "webhooks", "members", "seasons", "tables")},
+        "/v1/clubs/{club_id}/members/{member_id}/ledger": club.c.get(
+            lg.url(f"/members/{ms[0]}/ledger"), headers=h),
     }
     for path, r in served.items():
         assert r.status_code == 200, (path, r.get_json())

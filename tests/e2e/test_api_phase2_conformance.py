@@ -86,14 +86,14 @@ def test_a_cursor_works_only_in_the_list_and_filters_that_gave_it_out(club: Club
 
 
 def test_answers_that_do_not_page_refuse_limit_and_cursor(club: Club):
-    """Standings, a member's ledger, the NDJSON histories and the feed (paged by after)
-    answer whole: a limit or cursor sent to them would be silently ignored, so it is a 422."""
+    """Standings, the NDJSON histories and the feed (paged by after) answer whole: a limit or
+    cursor sent to them would be silently ignored, so it is a 422. (A member's ledger pages
+    its `items`: tests/e2e/test_api_member_ledger.py.)"""
     lg = League(club)
     ms = [lg.member(n) for n in ("Ann", "Bob", "Cat", "Dan")]
     t = lg.table(ms, deal="results")
     assert club.start(t, {"result": RESULT_A}).status_code == 200
-    paths = [lg.url("/standings"), lg.url(f"/members/{ms[0]}/ledger"), lg.url("/history"),
-             f"/v1/tables/{t.id}/history"]
+    paths = [lg.url("/standings"), lg.url("/history"), f"/v1/tables/{t.id}/history"]
     for path in paths:
         assert club.c.get(path, headers=lg.h(lg.viewer)).status_code == 200, path
         for bad in ("limit=1", "cursor=bzox", "foo=1"):
@@ -224,7 +224,8 @@ def test_the_spec_names_every_lists_parameters_and_every_writes_idempotency_key(
                  "/v1/tables/{table_id}/spectators", "/v1/tables/{table_id}/checkpoints"):
         assert query(path) == {"limit", "cursor"}, path
     assert query(club_ + "/standings") == {"season", "variant", "scoring", "format"}
-    assert query(club_ + "/members/{member_id}/ledger") == {"season", "variant", "scoring"}
+    assert query(club_ + "/members/{member_id}/ledger") == {"season", "variant", "scoring",
+                                                           "limit", "cursor"}
     assert query(club_ + "/history") == {"season", "since", "until"}
     assert query(club_ + "/events") == {"after", "limit"}
     for path, method in ((club_ + "/tokens/{token_id}", "delete"),
