@@ -1,8 +1,9 @@
-"""The tile field: "6-3" or "3-6" in, "6-3" out."""
+"""The tile field: "6-3" or "3-6" in, "6-3" out; a day: "2026-11-01" and nothing else."""
 
 from __future__ import annotations
 
 import re
+from datetime import date
 from typing import Any
 
 from marshmallow import ValidationError, fields
@@ -53,3 +54,25 @@ class QueryInteger(fields.Integer):
         if isinstance(value, str) and _WRITTEN_INTEGER.fullmatch(value) is None:
             raise self.make_error("invalid", input=value)
         return super()._validated(value)
+
+
+_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+def parse_day(raw: str) -> date:
+    """A calendar date as the spec's `format: date` (RFC 3339 full-date) writes it,
+    YYYY-MM-DD. date.fromisoformat alone also reads ISO 8601's other spellings: "20261101",
+    and week dates such as "2026-W01-1" (2025-12-29), which nobody means by a date."""
+    if not isinstance(raw, str) or _DAY.fullmatch(raw) is None:
+        raise ValueError("a date written YYYY-MM-DD")
+    return date.fromisoformat(raw)
+
+
+class Day(fields.Date):
+    """A date field that takes only YYYY-MM-DD (`parse_day`)."""
+
+    def _deserialize(self, value: Any, attr: Any, data: Any, **kwargs: Any) -> date:
+        try:
+            return parse_day(value)
+        except ValueError:
+            raise self.make_error("invalid") from None

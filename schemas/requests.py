@@ -8,7 +8,7 @@ from typing import Any
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
 from ledger.core.rules.bots import POLICIES
-from schemas.fields import QueryInteger, SeatOrLots, TileField
+from schemas.fields import Day, QueryInteger, SeatOrLots, TileField
 
 
 class Strict(Schema):
@@ -238,8 +238,8 @@ class MemberPatchIn(WriteIn):
 
 class SeasonIn(WriteIn):
     name = fields.String(required=True, **_NAME)
-    starts_on = fields.Date(required=True)
-    ends_on = fields.Date(load_default=None, allow_none=True)
+    starts_on = Day(required=True)
+    ends_on = Day(load_default=None, allow_none=True)
 
 
 class ClubSeatIn(Strict):

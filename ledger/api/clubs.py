@@ -25,6 +25,7 @@ from ledger.app.service import token_hash
 from ledger.core import club as cl
 from ledger.core import commands as c
 from ledger.core.errors import Forbidden, Invalid, Unauthorized
+from schemas.fields import parse_day
 from schemas.requests import (
     ClubIn,
     ClubTableIn,
@@ -630,13 +631,11 @@ class ClubHistoryResource(MethodView):
         """Every complete hand of the club's tables as NDJSON (one loo-hh file a line), table
         by table in the order they were created; ?season= picks a season's tables, ?since= and
         ?until= (dates, inclusive) the tables created in that range."""
-        from datetime import date
-
         from ledger.api.history import ndjson
         from ledger.app.history import table_history_ndjson
 
         def day(raw: str) -> str:
-            return date.fromisoformat(raw).isoformat()
+            return parse_day(raw).isoformat()
 
         f, _, _ = lists.query({"season": lists.text, "since": day, "until": day}, lists.WHOLE)
         if f.get("since", "") > f.get("until", "9999-12-31"):  # a range nothing can be in

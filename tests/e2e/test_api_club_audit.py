@@ -210,3 +210,31 @@ def test_hand_history_an_import_into_the_members_club_keeps_their_seats_and_stan
                        headers=lg.h(lg.scorer)).status_code == 200
     club.problem(post(lg, ndjson), 422, "member_archived")
     assert len(lg.get("/tables").get_json()["items"]) == 2
+
+
+def test_club_tables_and_seasons_starts_on_and_ends_on_are_calendar_dates_written_yyyy_mm_dd(
+        club: Club):
+    """Club tables and seasons: starts_on and ends_on are dates (the spec: `format: date`,
+    RFC 3339's full-date, 2026-11-01). Python's date.fromisoformat also reads ISO 8601's
+    other spellings, so "20261101" made a season and "2026-W01-1" one starting on
+    2025-12-29, a date the scorer never wrote. Now each is a 422 naming the field, as is
+    such a ?since= or ?until= of the club's history; YYYY-MM-DD is read as before."""
+    lg = League(club)
+    h = lg.h(lg.scorer)
+    v = lg.get("").get_json()["version"]
+    for field, bad in (("starts_on", "20261101"), ("starts_on", "2026-W01-1"),
+                       ("starts_on", "2026W011"), ("ends_on", "20261130"),
+                       ("ends_on", "2026-W48-7")):
+        body = {"name": "Winter", "starts_on": "2026-11-01"} | {field: bad}
+        r = club.c.post(lg.url("/seasons"), json=body, headers=h)
+        problem = club.problem(r, 422, "validation_error")
+        assert field in problem["detail"], (bad, problem)
+    assert lg.get("").get_json()["version"] == v  # nothing appended
+    r = club.c.post(lg.url("/seasons"), json={"name": "Winter", "starts_on": "2026-11-01",
+                                              "ends_on": "2027-02-28"}, headers=h)
+    assert r.status_code == 201, r.get_json()
+    assert (r.get_json()["starts_on"], r.get_json()["ends_on"]) == ("2026-11-01", "2027-02-28")
+    for query in ("since=20261101", "until=2026-W48-7", "since=2026W011"):
+        problem = club.problem(lg.get(f"/history?{query}"), 422, "invalid_filter")
+        assert problem["field"] == query.split("=")[0]
+    assert lg.get("/history?since=2026-01-01&until=2026-12-31").status_code == 200
