@@ -582,6 +582,26 @@ def document(paths: dict[str, Any]) -> None:
         "type": "string", "description": "the same rows as CSV, with a header line"}}
 
 
+def asks_for_csv(accept: str) -> bool:
+    """Whether an Accept header asks for CSV over JSON: text/csv named (a wildcard is no
+    request for CSV) and weighed above application/json. A media type's name is
+    case-insensitive and may carry parameters (RFC 9110 §12.5.1; text/csv's are charset and
+    header, RFC 4180): `TEXT/CSV` and `text/csv; charset=utf-8` ask for CSV as `text/csv`
+    does, so each range is weighed by its type and q only."""
+    from werkzeug.datastructures import MIMEAccept
+    from werkzeug.http import parse_accept_header
+
+    ranges = []
+    for part in accept.split(","):
+        media, *params = (p.strip() for p in part.split(";"))
+        q = next((p for p in params if p[:2].lower() == "q="), None)
+        if media:
+            ranges.append(media.lower() + (f";{q.lower()}" if q else ""))
+    asked = parse_accept_header(", ".join(ranges), MIMEAccept)
+    return any(r.split(";")[0] == "text/csv" for r in ranges) and asked.best_match(
+        ["application/json", "text/csv"]) == "text/csv"
+
+
 @blp.route("/<club_id>/standings")
 class StandingsResource(MethodView):
     @blp.doc(parameters=lists.params({
@@ -606,9 +626,7 @@ class StandingsResource(MethodView):
         out = clubs().standings(clubs().load(club_id), f.get("season"), f.get("variant"),
                                 f.get("scoring"))
         wants_csv = f.get("format") == "csv" or (
-            "format" not in f and request.accept_mimetypes.best_match(
-                ["application/json", "text/csv"]) == "text/csv"
-            and "text/csv" in request.headers.get("Accept", ""))
+            "format" not in f and asks_for_csv(request.headers.get("Accept", "")))
         if not wants_csv:
             return out
         buf = io.StringIO()

@@ -238,3 +238,28 @@ def test_club_tables_and_seasons_starts_on_and_ends_on_are_calendar_dates_writte
         problem = club.problem(lg.get(f"/history?{query}"), 422, "invalid_filter")
         assert problem["field"] == query.split("=")[0]
     assert lg.get("/history?since=2026-01-01&until=2026-12-31").status_code == 200
+
+
+def test_standings_csv_is_given_for_an_accept_of_text_csv_with_parameters_or_capitals(
+        club: Club):
+    """Standings: `Accept: text/csv` gives the rows as CSV. A media type's name is
+    case-insensitive and may carry parameters (RFC 9110; text/csv's are charset and header,
+    RFC 4180), but `text/csv; charset=utf-8`, `text/csv;header=present` and `TEXT/CSV`
+    got JSON. Now they get the CSV; JSON stays the answer to JSON, */*, or a CSV weighed
+    below JSON."""
+    lg = League(club)
+    ms = [lg.member(n) for n in ("Ann", "Bob", "Cat", "Dan")]
+    t = lg.table(ms, deal="results")
+    assert club.start(t, {"result": RESULT_A}).status_code == 200
+    plain = lg.get("/standings", headers={"Accept": "text/csv"})
+    assert plain.mimetype == "text/csv" and plain.data.startswith(b"rank,member,name,")
+    for accept in ("text/csv; charset=utf-8", "text/csv;header=present", "TEXT/CSV",
+                   "Text/Csv; Charset=UTF-8", "application/json;q=0.5, text/csv;header=present",
+                   "text/csv; q=0.9, application/json; q=0.1"):
+        r = lg.get("/standings", headers={"Accept": accept})
+        assert r.status_code == 200 and r.mimetype == "text/csv", accept
+        assert r.data == plain.data, accept
+    for accept in ("application/json", "*/*", "text/*", "text/csv;q=0.5, application/json",
+                   "text/csv;charset=utf-8;q=0, application/json", "text/html"):
+        r = lg.get("/standings", headers={"Accept": accept})
+        assert r.status_code == 200 and r.mimetype == "application/json", accept
