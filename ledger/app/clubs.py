@@ -134,9 +134,11 @@ class Clubs:
             if expected_version is not None and expected_version != loaded.version:
                 raise VersionConflict(club_id, expected_version, loaded.version)
             events = decide(loaded.club)
-            if not events:
+            if not events and key is None:
                 return loaded
             try:
+                # Nothing to append under a key still keeps the key (at this version): a
+                # repeat answers as this one, another request with it is a 409.
                 self._append(club_id, events, loaded.version, key, request_hash)
             except AlreadyApplied as err:  # a concurrent request with this key won
                 return self._first_answer(club_id, err.result, request_hash)
@@ -159,7 +161,8 @@ class Clubs:
         self.store.append(club_id, [NewEvent(type=e.type, hand=None, data=ev.to_data(e),
                                              causation=cause) for e in events],
                           version, idempotency_key=key, request_hash=request_hash)
-        self.ledger.committed(club_id)
+        if events:
+            self.ledger.committed(club_id)
 
     def link_table(self, club_id: str, table_id: str, season: str | None,
                    members: tuple[str | None, ...], variant: str, scoring: str) -> None:

@@ -184,6 +184,9 @@ class Ledger:
         queued jobs a worker appends whenever it gets to them, so the first answer was the
         write's own events, and a repeat gives those too (as create_table does)."""
         latest = self.load(table_id)
+        if found.first_version > found.last_version:  # it appended nothing (store.append)
+            return (latest if latest.version == found.last_version else project(
+                self.store.load(table_id, up_to_version=found.last_version))), []
         stored = self.store.load(table_id, after_version=found.first_version - 1)
         end = found.last_version
         for prev, s in itertools.pairwise(() if self.queued else stored):

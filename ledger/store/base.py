@@ -146,7 +146,9 @@ class EventStore(Protocol):
                checkpoints: NewCheckpoints | None = None) -> list[StoredEvent]:
         """All or nothing, `checkpoints` included. An already used key raises
         AlreadyApplied/IdempotencyConflict (checked first), else a stale expected_version
-        raises VersionConflict."""
+        raises VersionConflict. An empty batch under a key keeps the key too (first_version
+        expected_version + 1, last_version expected_version: it wrote nothing), so a write
+        that had nothing to append is repeated as answered, never done again."""
         ...
 
     def load(self, table_id: str, after_version: int = 0,

@@ -58,6 +58,9 @@ class MemoryStore:
             if len(rows) != expected_version:
                 raise VersionConflict(table_id, expected_version, len(rows))
             if not events:
+                if idempotency_key is not None:  # nothing written: kept as (v + 1, v)
+                    self._keys[(table_id, idempotency_key)] = IdempotentResult(
+                        idempotency_key, request_hash, expected_version + 1, expected_version)
                 return []
             sealed = seal(table_id, expected_version, rows[-1].hash if rows else GENESIS, events)
             out = positioned(table_id, sealed, len(self._all) + 1)

@@ -189,6 +189,9 @@ _CHECKED_ROW = ("(%s::int, %s::int, %s::text, %s::int, %s::jsonb, %s::text, %s::
                 " %s::text)")
 _HEAD_CACHE_SIZE = 10_000
 _SAVE_CHECKPOINT = "INSERT INTO checkpoints VALUES (%s, %s, %s) ON CONFLICT DO NOTHING"
+# The key of an append of nothing, kept only while the table is at the expected version.
+_KEEP_KEY = ("INSERT INTO idempotency SELECT %s, %s, %s, %s, %s WHERE coalesce("
+             "(SELECT max(version) FROM events WHERE table_id = %s), 0) = %s")
 
 
 def _payload(sealed: list[Sealed]) -> str:
@@ -638,6 +641,19 @@ class PostgresStore:
         if found is not None:
             raise (AlreadyApplied(found) if found.request_hash == request_hash
                    else IdempotencyConflict(key))
+        if key is not None:  # the key kept as (v + 1, v): it wrote nothing, at version v
+            try:
+                with self._conn() as conn:
+                    kept = conn.execute(_KEEP_KEY, (table_id, key, request_hash,
+                                                    expected_version + 1, expected_version,
+                                                    table_id, expected_version)).rowcount
+            except psycopg.errors.UniqueViolation:  # a concurrent request with this key
+                found = self.idempotent_result(table_id, key)
+                assert found is not None
+                raise (AlreadyApplied(found) if found.request_hash == request_hash
+                       else IdempotencyConflict(key)) from None
+            if kept:
+                return []
         actual = self.version(table_id)
         if actual != expected_version:
             raise VersionConflict(table_id, expected_version, actual)

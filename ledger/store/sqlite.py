@@ -156,6 +156,11 @@ class SqliteStore:
             if head[0] != expected_version:
                 raise VersionConflict(table_id, expected_version, head[0])
             if not events:
+                if idempotency_key is not None:  # nothing written: kept as (v + 1, v)
+                    conn.execute("INSERT INTO idempotency VALUES (?, ?, ?, ?, ?)",
+                                 (table_id, idempotency_key, request_hash,
+                                  expected_version + 1, expected_version))
+                    conn.execute("COMMIT")
                 return []
             (last,) = conn.execute("SELECT coalesce(max(position), 0) FROM events").fetchone()
             sealed = seal(table_id, expected_version, head[1], events)

@@ -263,3 +263,46 @@ def test_standings_csv_is_given_for_an_accept_of_text_csv_with_parameters_or_cap
                    "text/csv;charset=utf-8;q=0, application/json", "text/html"):
         r = lg.get("/standings", headers={"Accept": accept})
         assert r.status_code == 200 and r.mimetype == "application/json", accept
+
+
+def test_conventions_a_club_write_that_changes_nothing_keeps_its_idempotency_key(club: Club):
+    """Conventions: "repeating a request with the same key returns the first answer and
+    appends nothing"; a key reused with another body is a 409. A club write that appended
+    nothing (archiving an archived member, a rename to the name it has, enabling a webhook
+    that is not disabled) kept no record of its key: its repeat after another write was a
+    409 version_conflict instead of the first answer, and the same key with another body
+    was carried out (the member renamed) instead of a 409 idempotency_conflict. Now such a
+    write keeps its key, with the club's version it answered from."""
+    lg = League(club)
+    h = lg.h(lg.scorer)
+    ann, bob = lg.member("Ann"), lg.member("Bob")
+    assert club.c.post(lg.url(f"/members/{ann}/archive"), json={}, headers=h).status_code == 200
+
+    def version() -> int:
+        return lg.get("").get_json()["version"]
+
+    v = version()
+    archive = {"expected_version": v}
+    first = club.c.post(lg.url(f"/members/{ann}/archive"), json=archive,
+                        headers=h | {"Idempotency-Key": "archive-ann"})
+    assert first.status_code == 200 and first.get_json()["archived"] is True
+    assert version() == v  # nothing to append: Ann was archived already
+    lg.member("Cat")  # the club moves on
+    again = club.c.post(lg.url(f"/members/{ann}/archive"), json=archive,
+                        headers=h | {"Idempotency-Key": "archive-ann"})
+    assert again.status_code == 200, again.get_json()
+    assert again.get_json() == first.get_json()
+    assert version() == v + 1
+
+    rename = club.c.patch(lg.url(f"/members/{bob}"), json={"name": "Bob"},
+                          headers=h | {"Idempotency-Key": "rename-bob"})
+    assert rename.status_code == 200 and rename.get_json()["name"] == "Bob"
+    v = version()
+    r = club.c.patch(lg.url(f"/members/{bob}"), json={"name": "Robert"},
+                     headers=h | {"Idempotency-Key": "rename-bob"})
+    club.problem(r, 409, "idempotency_conflict")
+    assert lg.get(f"/members/{bob}").get_json()["name"] == "Bob"
+    assert version() == v
+    again = club.c.patch(lg.url(f"/members/{bob}"), json={"name": "Bob"},
+                         headers=h | {"Idempotency-Key": "rename-bob"})
+    assert again.status_code == 200 and again.get_json() == rename.get_json()

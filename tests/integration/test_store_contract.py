@@ -126,6 +126,29 @@ def test_empty_batch_appends_nothing_but_still_checks_the_version(backend: Backe
         backend.store.append(t, [], 1)
 
 
+def test_an_empty_batch_under_a_key_keeps_the_key_at_its_version(backend: Backend) -> None:
+    """A write with nothing to append (a club's no-op) is still answered under its key: a
+    repeat is AlreadyApplied (first_version v + 1, last_version v: nothing written), another
+    request with the key an IdempotencyConflict; a stale version keeps nothing."""
+    t = new_table()
+    backend.store.append(t, events(2), 0)
+    with pytest.raises(VersionConflict):
+        backend.store.append(t, [], 1, idempotency_key="k", request_hash="h")
+    assert backend.store.idempotent_result(t, "k") is None
+    assert backend.store.append(t, [], 2, idempotency_key="k", request_hash="h") == []
+    kept = backend.store.idempotent_result(t, "k")
+    assert kept is not None
+    assert (kept.request_hash, kept.first_version, kept.last_version) == ("h", 3, 2)
+    backend.store.append(t, events(1), 2)  # the table moves on
+    with pytest.raises(AlreadyApplied) as err:
+        backend.store.append(t, [], 2, idempotency_key="k", request_hash="h")
+    assert err.value.result == kept
+    for batch in ([], events(1)):
+        with pytest.raises(IdempotencyConflict):
+            backend.store.append(t, batch, 3, idempotency_key="k", request_hash="other")
+    assert backend.store.version(t) == 3
+
+
 def test_repeated_idempotency_key_returns_the_first_result(backend: Backend) -> None:
     t = new_table()
     backend.store.append(t, events(1), 0)
