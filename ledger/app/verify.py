@@ -142,9 +142,51 @@ def rule_events(doc: dict[str, Any]) -> list[ev.Event]:
     return out + tb.settle(t)
 
 
+def _shape(doc: dict[str, Any]) -> None:
+    """What the schema cannot say: the seats are 0..n-1 once each, the dealer is one of
+    them, the hand's mode is the table's deal, a recorded hand has its deal and turn-up,
+    and hand.before holds numbers. A file that contradicts itself there is named, never
+    replayed into an internal error (an AssertionError, 'tuple index out of range')."""
+    table, hand, number = doc["table"], doc["hand"], doc["hand"]["number"]
+    seats = sorted(s["seat"] for s in table["seats"])
+    if seats != list(range(len(seats))):
+        raise VerifyError(f"table.seats must number the seats 0 to {len(seats) - 1}, each "
+                          f"once (found {seats})")
+    if hand["dealer"] >= len(seats):
+        raise VerifyError(f"hand {number}: dealer {hand['dealer']} is not a seat of this "
+                          f"{len(seats)}-seat table")
+    if table.get("deal") is not None and table["deal"] != hand["mode"]:
+        raise VerifyError(f"hand {number}: hand.mode {hand['mode']!r} is not the table's "
+                          f"deal {table['deal']!r}")
+    if hand["mode"] == "recorded" and (
+            hand["deal"] is None or hand["turn_up"] is None
+            or sorted(hand["deal"]) != [str(s) for s in seats]):
+        raise VerifyError(f"hand {number}: a recorded hand needs its deal (five tiles for "
+                          "each seat) and its turn_up")
+    before = hand.get("before")
+    if before is None:
+        return
+    if not isinstance(before, dict):
+        raise VerifyError(f"hand {number}: hand.before must be an object")
+    numbers = [("pool", before["pool"])] if "pool" in before else []
+    for part in ("balances", "scores"):
+        if part in before:
+            if not isinstance(before[part], dict):
+                raise VerifyError(f"hand {number}: hand.before.{part} must be an object")
+            numbers += [(f"{part}.{k}", v) for k, v in before[part].items()]
+    for where, v in numbers:
+        if type(v) is not int:
+            raise VerifyError(f"hand {number}: hand.before.{where} must be a whole number "
+                              f"(found {str(v)[:40]!r})")
+
+
 def _chain(doc: dict[str, Any]) -> None:
     events = doc["events"]
     table_id = doc["table"]["id"]
+    other = next((e for e in events if e.get("table_id", table_id) != table_id), None)
+    if other is not None:
+        raise VerifyError(f"hash chain: version {other['version']} is an event of table "
+                          f"{str(other['table_id'])[:64]}, not of table.id {table_id}")
     prev = events[0]["prev_hash"]
     if events[0]["version"] == 1 and prev != GENESIS:
         raise VerifyError("hash chain: version 1 must follow 64 zeros")
@@ -210,6 +252,7 @@ def verify_document(doc: Any, key: Any = None) -> Verified:
     if problem:
         raise VerifyError(problem)
     hand, number = doc["hand"], doc["hand"]["number"]
+    _shape(doc)
     _chain(doc)
     events = doc["events"]
     if hand["mode"] == "shuffled":

@@ -81,3 +81,25 @@ def test_an_export_whose_store_fails_at_the_start_is_a_503_not_a_cut_200(
             assert r.get_json()["code"] == "store_unavailable" and r.headers["Retry-After"]
     finally:
         container.close()
+
+
+def test_hand_history_import_of_a_file_whose_mode_is_not_its_tables_deal_is_a_422(club: Club):
+    """API.md "Hand history": an import refuses an illegal file whole, naming where. A
+    shuffled hand's file whose hand.mode says "recorded" or "results" (table.deal still
+    "shuffled") was replayed into an AssertionError: a 500 for the import, a traceback from
+    `loo verify`. It is a 422 import_refused naming the contradiction; nothing is created."""
+    from tests.e2e.test_api_clubs import League, _play_out
+
+    lg = League(club)
+    source = club.create(first_dealer=0, options={"auto_deal": False})
+    assert club.start(source).status_code == 200
+    _play_out(club, source, source.admin, 1)
+    doc = club.get(source, path="/hands/1/history").get_json()
+    for mode in ("recorded", "results"):
+        bad = json.loads(json.dumps(doc))
+        bad["hand"]["mode"] = mode
+        r = club.c.post(lg.url("/tables/import"), json=bad, headers=lg.h(lg.scorer))
+        problem = club.problem(r, 422, "import_refused")
+        assert f"hand 1: hand.mode '{mode}' is not the table's deal 'shuffled'" in \
+            problem["detail"], problem
+    assert lg.get("/tables").get_json()["items"] == []

@@ -106,6 +106,18 @@ def _mutated(doc: dict[str, Any], how: str) -> dict[str, Any]:
         d["events"][3]["hash"] = "f" * 64
     elif how == "unknown_spec_version":
         d["spec_version"] = "2.0"
+    elif how == "mode_not_the_tables_deal":
+        h["mode"] = "recorded"
+    elif how == "relabelled_table":
+        d["table"]["id"] = "f" * 32
+        del d["checkpoint"]
+    elif how == "seat_numbered_twice":
+        d["table"]["seats"][1]["seat"] = 0
+    elif how == "dealer_not_a_seat":
+        d["table"]["seats"] = d["table"]["seats"][:3]
+        h["dealer"] = 3
+    elif how == "before_not_a_number":
+        h["before"]["pool"] = "x"
     elif how == "illegal_action":
         play = next(a for a in h["actions"] if a["type"] == "play")
         held = {t for s in h["deal"].values() for t in s}
@@ -116,7 +128,13 @@ def _mutated(doc: dict[str, Any], how: str) -> dict[str, Any]:
 WHY = {"wrong_seed": "seed does not match the commitment",
        "swapped_tile": "deal is not the one the seed gives",
        "broken_hash": "hash chain: version", "unknown_spec_version": "spec_version '2.0'",
-       "illegal_action": "illegal"}
+       "illegal_action": "illegal",
+       "mode_not_the_tables_deal": "hand.mode 'recorded' is not the table's deal 'shuffled'",
+       "relabelled_table": "is an event of table [0-9a-f]{32}, not of table.id f{32}",
+       "seat_numbered_twice": r"table.seats must number the seats 0 to 3, each once \(found "
+                              r"\[0, 0, 2, 3\]\)",
+       "dealer_not_a_seat": "dealer 3 is not a seat of this 3-seat table",
+       "before_not_a_number": "hand.before.pool must be a whole number"}
 
 
 @pytest.mark.parametrize("how", sorted(WHY))
