@@ -49,7 +49,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from ledger.app.feed import PAGE, SPECTATOR, club_event, table_events
+from ledger.app.feed import PAGE, SPECTATOR, attach_checkpoints, club_event, table_events
 from ledger.app.projector import Projection, decode, project
 from ledger.app.service import Ledger
 from ledger.app.views import live_hand
@@ -448,6 +448,19 @@ class _Bodies:
                               live=live_hand(p))
         return doc | {"stream": s.table_id}
 
+    def game_checkpoint(self, s: StoredEvent) -> dict[str, Any] | None:
+        """The checkpoint of the settlement `s` (a hand_settled) begins when the hand also
+        won the game: it names the game_won appended with it, which carries it in the feeds.
+        An endpoint that asked for hand_settled and not game_won gets it on hand_settled, so
+        every settled hand's signed head reaches it (API.md Checkpoints: they go out in
+        webhooks). The saved checkpoint, or the one its writer saves (the same bytes)."""
+        head = self.ledger.events(s.table_id, s.version, s.version + 1)
+        if not head or head[0].type != "game_won":
+            return None
+        out: list[dict[str, Any]] = [{}]
+        attach_checkpoints(self.ledger, s.table_id, head, out)
+        return out[0].get("checkpoint")
+
 
 def start_position(ledger: Ledger, club_id: str, webhook_id: str) -> int:
     """An endpoint is owed what comes after its own webhook_added event."""
@@ -522,6 +535,11 @@ def deliver(ledger: Ledger, club: cl.Club, club_id: str, webhook_id: str,
                 if removal.seen():  # DELETEd meanwhile: not one POST more (a backlog
                     return Run(delivered, state="removed")  # may hold thousands)
                 doc = bodies.doc(s)
+                if s.type == "hand_settled" and "checkpoint" not in doc \
+                        and not hook.wants("game_won"):
+                    cp = bodies.game_checkpoint(s)
+                    if cp is not None:
+                        doc["checkpoint"] = cp
                 body = orjson.dumps(doc)
                 msg_id = f"msg_{webhook_id}_{s.position}"
                 stamp = int(now())

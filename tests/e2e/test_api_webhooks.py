@@ -667,3 +667,46 @@ def test_retry_after_on_429_and_503_is_waited_for_within_retry_max(
     assert 2.9 <= gaps[2] < 3 + 2, gaps  # an hour asked, retry_max (3 s) waited
     log = _log_of(owner, made["id"], 4)
     assert [x["status"] for x in log[:4]] == [429, 503, 503, 204]
+
+
+def test_a_hand_settled_webhook_gets_the_checkpoint_of_the_hand_that_won_the_game(
+        club: Club, receiver: Receiver, private_ok: None) -> None:
+    """API.md Checkpoints go out in webhooks, one after every settled hand. The hand that
+    wins a game ends its settlement with game_won, which carries the checkpoint: an endpoint
+    that asked for ["hand_settled"] (API.md's own example) got every hand's checkpoint but
+    that one. Its hand_settled now carries it; an endpoint that also asked for game_won gets
+    it there, as the feed has it."""
+    from ledger.app.checkpoints import public_key, verify
+
+    owner = Owner(club)
+    witness = Receiver().start()
+    try:
+        settled = owner.hook(receiver.url, ["hand_settled"])
+        owner.hook(witness.url, ["hand_settled", "game_won"])
+        r = club.c.post(f"/v1/clubs/{owner.id}/tables", headers=owner.h(), json={
+            "variant": "loo", "scoring": "points", "first_dealer": 0, "deal": "results",
+            "seats": [{"name": n} for n in ("Ann", "Bob", "Cat", "Dan")]})
+        assert r.status_code == 201, r.get_json()
+        table = r.get_json()["id"]
+        result = {"decisions": {str(s): "play" for s in range(4)},
+                  "tricks": {"0": 5, "1": 0, "2": 0, "3": 0}}
+        for _ in range(3):  # 5 points a hand: the third reaches the target, 15
+            r = club.c.post(f"/v1/tables/{table}/hands", headers=owner.h(),
+                            json={"result": result})
+            assert r.status_code == 200, r.get_json()
+        checkpoints = club.c.get(f"/v1/tables/{table}/checkpoints",
+                                 headers=owner.h()).get_json()["items"]
+        assert len(checkpoints) == 3
+        receiver.wait_for(lambda got: len(got) >= 3, "three settled hands")
+        docs = receiver.docs()
+        assert [d["type"] for d in docs] == ["hand_settled"] * 3
+        assert [d["checkpoint"] for d in docs] == checkpoints
+        key = public_key(club.c.get("/v1/checkpoints/key").get_json()["public_key"])
+        assert all(verify(d["checkpoint"], key) is None for d in docs)
+        _log_of(owner, settled["id"], 3)
+        witness.wait_for(lambda got: len(got) >= 4, "three settled hands and the game")
+        both = witness.docs()
+        assert [d["type"] for d in both] == ["hand_settled"] * 3 + ["game_won"]
+        assert "checkpoint" not in both[2] and both[3]["checkpoint"] == checkpoints[2]
+    finally:
+        witness.stop()
