@@ -43,6 +43,7 @@ class NotJson(VerifyError):
 class Verified:
     table: str
     number: int
+    checkpoint: bool = False  # the file carries a checkpoint (its signature checked with a key)
 
 
 _validator: Any = None
@@ -310,7 +311,7 @@ def verify_document(doc: Any, key: Any = None) -> Verified:
             bad = cps.verify(cp, key)
             if bad:
                 raise VerifyError(f"hand {number}: checkpoint at version {cp['version']}: {bad}")
-    return Verified(table_id, number)
+    return Verified(table_id, number, cp is not None)
 
 
 def documents(stream: IO[bytes]) -> Iterator[tuple[int, Any]]:

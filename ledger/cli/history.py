@@ -42,20 +42,28 @@ def verify_cmd(file: IO[bytes], key_text: str | None) -> None:
             key = public_key(key_text)
         except ValueError as err:
             raise click.BadParameter(str(err), param_hint="--key") from None
-    count = 0
+    count, unsigned = 0, []
     with _progress(None, "verifying") as bar:
         task = bar.add_task("verify", total=None)
         try:
             for done in verify_stream(documents(file), key):
                 count += 1
                 bar.advance(task)
-                _ = done
+                if not done.checkpoint:
+                    unsigned.append(done)
         except VerifyError as err:
             click.echo(f"FAILED: {err}", err=True)
             click.echo(f"{count} hand(s) verified before the failure", err=True)
             sys.exit(1)
-    signed = " (checkpoint signatures checked)" if key is not None else ""
-    click.echo(f"OK: {count} hand(s) verified{signed}")
+    if key is None:
+        click.echo(f"OK: {count} hand(s) verified")
+    elif not unsigned:
+        click.echo(f"OK: {count} hand(s) verified (checkpoint signatures checked)")
+    else:  # say so: a file without a checkpoint has no signature for the key to check
+        first = unsigned[0]
+        click.echo(f"OK: {count} hand(s) verified; {count - len(unsigned)} checkpoint "
+                   f"signature(s) checked, {len(unsigned)} hand(s) carry no checkpoint, so "
+                   f"nothing signs them (the first: hand {first.number} of table {first.table})")
 
 
 @contextlib.contextmanager

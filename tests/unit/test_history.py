@@ -210,6 +210,31 @@ def test_loo_verify_reads_a_file_or_stdin_offline_and_exits_1_naming_the_failure
     assert r.exit_code == 2
 
 
+def test_loo_verify_with_a_key_says_which_hands_carry_no_checkpoint(tmp_path):
+    """API.md "Hand history": loo verify checks the checkpoint signature where a key is
+    given. A stream whose checkpoints were stripped (and whose chain an editor could then
+    re-hash) was reported "OK: n hand(s) verified (checkpoint signatures checked)" though no
+    signature was checked: it now says how many were and names the first hand without."""
+    from click.testing import CliRunner
+
+    from ledger.cli.main import main
+
+    led, tid = play("loo", "pool", 3, "shuffled", seed=11, hands=2)
+    docs = export(led, tid)
+    key = led.signer.public()["public_key"]
+    del docs[1]["checkpoint"]
+    path = tmp_path / "stripped.ndjson"
+    path.write_bytes(b"".join(json.dumps(d).encode() + b"\n" for d in docs))
+    env = {"DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none"}  # never opened
+    r = CliRunner().invoke(main, ["verify", str(path), "--key", key], env=env)
+    assert r.exit_code == 0, r.output
+    assert r.output.strip() == (
+        f"OK: 2 hand(s) verified; 1 checkpoint signature(s) checked, 1 hand(s) carry no "
+        f"checkpoint, so nothing signs them (the first: hand 2 of table {tid})"), r.output
+    r = CliRunner().invoke(main, ["verify", str(path)], env=env)  # no key: nothing claimed
+    assert r.exit_code == 0 and r.output.strip() == "OK: 2 hand(s) verified", r.output
+
+
 def _same_hand(a: dict[str, Any], b: dict[str, Any]) -> None:
     """Round trip: the same hand, ids, times, hashes and the source's deal mode aside."""
     keep = ("number", "dealer", "deal", "turn_up", "trump", "tricks", "result", "voided",
