@@ -31,6 +31,7 @@ from ledger.bootstrap import ConfigError
 from ledger.core.errors import BadRequest, Invalid
 
 SSE = "text/event-stream"
+SSE_UTF8 = SSE + "; charset=utf-8"  # what the stream is sent as; an Accept may name it so
 MAX_POSITION = 2**63 - 1
 STREAMED = ("/v1/tables/{table_id}/events", "/v1/clubs/{club_id}/events")
 LAST_EVENT_ID = {
@@ -86,8 +87,11 @@ def feed_config(environ: Mapping[str, str] = os.environ) -> FeedConfig:
 
 
 def wants_sse() -> bool:
-    return SSE in request.headers.get("Accept", "") and request.accept_mimetypes.best_match(
-        ["application/json", SSE]) == SSE
+    """Accept names text/event-stream, in any case (media types are case-insensitive, RFC
+    9110 8.3.1), and prefers it to JSON."""
+    accept = request.headers.get("Accept", "")
+    return SSE in accept.lower() and request.accept_mimetypes.best_match(
+        ["application/json", SSE, SSE_UTF8]) in (SSE, SSE_UTF8)
 
 
 def start_position(after: int | None) -> int:

@@ -74,3 +74,20 @@ def test_a_last_event_id_of_thousands_of_digits_is_a_400_not_a_500(club: Club):
         _, first = first_chunks(club, url, token,
                                 {"Last-Event-ID": "0" * 30 + str(positions[0])})
         assert first.startswith(b"id: %d\n" % positions[1]), first[:80]
+
+
+@pytest.mark.parametrize("accept", ["TEXT/EVENT-STREAM", "Text/Event-Stream; charset=utf-8",
+                                    "application/json;q=0.5, text/event-stream"])
+def test_feeds_a_media_type_is_case_insensitive_in_accept(club: Club, accept: str):
+    """Media types are case-insensitive (RFC 9110 8.3.1): an Accept of TEXT/EVENT-STREAM
+    asks for the stream as the lower-case one does (it was answered with JSON)."""
+    for url, token, positions in feeds(club):
+        r = club.c.get(url, headers=club.auth(token) | {"Accept": accept}, buffered=False)
+        try:
+            assert r.status_code == 200, r.get_data()
+            assert r.mimetype == SSE, (accept, r.mimetype)
+            it = iter(r.response)
+            next(it)
+            assert next(it).startswith(b"id: %d\n" % positions[0])
+        finally:
+            r.close()
