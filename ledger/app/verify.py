@@ -267,9 +267,9 @@ def verify_document(doc: Any, key: Any = None) -> Verified:
         dealt = {str(s): [NAMES[x] for x in again.hands[s]] for s in range(players)}
         if hand["deal"] != dealt or hand["turn_up"] != NAMES[again.turn_up]:
             seat = next((s for s in dealt if (hand["deal"] or {}).get(s) != dealt[s]), None)
-            where = f"seat {seat}'s tiles" if seat is not None else "the turn-up"
+            where = f"seat {seat}'s tiles differ" if seat is not None else "the turn-up differs"
             raise VerifyError(f"hand {number}: the deal is not the one the seed gives "
-                              f"({where} differ)")
+                              f"({where})")
     try:
         expected = rule_events(doc)
     except VerifyError:

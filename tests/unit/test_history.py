@@ -102,6 +102,8 @@ def _mutated(doc: dict[str, Any], how: str) -> dict[str, Any]:
         h["seed"] = "00" * 32
     elif how == "swapped_tile":
         h["deal"]["0"][0], h["deal"]["1"][0] = h["deal"]["1"][0], h["deal"]["0"][0]
+    elif how == "other_turn_up":
+        h["turn_up"] = next(t for t in ("0-0", "1-0") if t != h["turn_up"])
     elif how == "broken_hash":
         d["events"][3]["hash"] = "f" * 64
     elif how == "unknown_spec_version":
@@ -126,7 +128,8 @@ def _mutated(doc: dict[str, Any], how: str) -> dict[str, Any]:
 
 
 WHY = {"wrong_seed": "seed does not match the commitment",
-       "swapped_tile": "deal is not the one the seed gives",
+       "swapped_tile": r"deal is not the one the seed gives \(seat 0's tiles differ\)",
+       "other_turn_up": r"deal is not the one the seed gives \(the turn-up differs\)",
        "broken_hash": "hash chain: version", "unknown_spec_version": "spec_version '2.0'",
        "illegal_action": "illegal",
        "mode_not_the_tables_deal": "hand.mode 'recorded' is not the table's deal 'shuffled'",
