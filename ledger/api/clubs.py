@@ -421,6 +421,21 @@ class SeasonCloseResource(MethodView):
         return season_out(loaded.club.season(season_id))
 
 
+def _seat_name(club: Any, i: int, seat: dict[str, Any]) -> str:
+    """A member's seat takes the member's name (API.md Club tables); a seat that names a
+    member and another name is refused rather than seated under a name the scorer did not
+    write. The member's own name beside it (a seat copied from a table's listing) is fine."""
+    if not seat.get("member"):
+        return str(seat["name"])
+    name = club.member(seat["member"]).name
+    if seat.get("name") is not None and seat["name"] != name:
+        raise Invalid("seat_name_not_members", f"seat {i} names member {seat['member']} "
+                      f"({name!r}) and the name {seat['name']!r}: a member's seat takes the "
+                      'member\'s name; leave "name" out, or give that one',
+                      field=f"seats.{i}.name")
+    return str(name)
+
+
 @blp.route("/<club_id>/tables")
 class ClubTablesResource(MethodView):
     @blp.arguments(ClubTableIn)
@@ -434,8 +449,8 @@ class ClubTablesResource(MethodView):
             ).idempotent_result(ledger().keyed_table_id(key), key) is not None)
         members = tuple(s.get("member") for s in body["seats"])
         cl.check_table(loaded.club, body["season"], members)
-        seats = tuple((loaded.club.member(s["member"]).name if s.get("member") else s["name"],
-                       s.get("bot")) for s in body["seats"])
+        seats = tuple((_seat_name(loaded.club, i, s), s.get("bot"))
+                      for i, s in enumerate(body["seats"]))
         cmd = c.CreateTable(variant=body["variant"], scoring=body["scoring"], seats=seats,
                             first_dealer=body["first_dealer"], deal=body["deal"],
                             options=body["options"], club=club_id, season=body["season"],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 
 import pytest
 
@@ -457,3 +458,21 @@ def test_a_view_mixing_loo_and_rounce_points_counts_rounce_up_and_ranks_the_best
     # Loo only: unchanged.
     body = lg.get("/standings?variant=loo&scoring=points").get_json()
     assert [(r["member"], r["points"]) for r in body["rows"]] == [(cat, 3), (bob, 2)]
+
+
+def test_club_tables_a_seat_naming_a_member_and_another_name_is_refused(club: Club):
+    """API.md Club tables: a seat naming {"member": mid} takes its name from the member. A
+    seat that also sends another "name" was seated under the member's name without a word
+    (the scorer believed they had seated "Bob"); it is a 422 naming the seat, and nothing is
+    created. The member's own name beside it (a seat copied from GET) is accepted."""
+    lg = League(club)
+    ann, cat = lg.member("Ann"), lg.member("Cat")
+    before = lg.get("/tables").get_json()["items"]
+    r = club.c.post(lg.url("/tables"), headers=lg.h(lg.scorer), json={
+        "seats": [{"member": ann, "name": "Bob"}, {"member": cat}], "first_dealer": 0})
+    j = club.problem(r, 422, "seat_name_not_members")
+    assert "seats.0.name" in json.dumps(j) and "Ann" in j["detail"] and "Bob" in j["detail"]
+    assert lg.get("/tables").get_json()["items"] == before
+    t = lg.table([ann, cat], seats=[{"member": ann, "name": "Ann"}, {"member": cat},
+                                    {"name": "Guest"}])
+    assert [s["name"] for s in t.created["seats"]] == ["Ann", "Cat", "Guest"]
