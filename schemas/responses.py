@@ -202,6 +202,10 @@ class ChecksOut(Open):
 
 
 class CheckpointOut(Open):
+    """A signed head of the table's hash chain (API.md Checkpoints): one after every settled
+    hand (its hand_settled, or game_won when the hand won the game), every void (its
+    hand_voided) and the table's close (table_closed); `version` and `hash` name that event."""
+
     table = fields.String(required=True)
     version = fields.Integer(required=True)
     hash = fields.String(required=True)
@@ -264,7 +268,11 @@ class HandHistoryOut(Open):
     table = fields.Dict(required=True)
     hand = fields.Dict(required=True)
     events = fields.List(fields.Dict(), required=True)
-    checkpoint = fields.Dict()
+    checkpoint = fields.Dict(metadata={"description": "the signed checkpoint naming the end of "
+                                                      "the hand's settlement"})
+    void_checkpoint = fields.Dict(metadata={
+        "description": "a voided hand's: the signed checkpoint naming its hand_voided (none "
+                       "for a void made before voids were signed)"})
 
 
 # ---- clubs (API.md Phase 2) ---------------------------------------------------------------

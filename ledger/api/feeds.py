@@ -2,8 +2,8 @@
 
 `Accept: text/event-stream` on `GET /v1/tables/{id}/events` or `GET /v1/clubs/{id}/events`
 answers a stream: `id: <position>`, `event: <type>`, `data: <the JSON feed's event>`; the
-event that ends a settled hand carries its signed `checkpoint`, as in the JSON feed. Resume
-with `Last-Event-ID` (or `?after=<position>`).
+event that ends a settled hand, a hand_voided and a table_closed carry their signed
+`checkpoint`, as in the JSON feed. Resume with `Last-Event-ID` (or `?after=<position>`).
 
 Serving model: a stream holds one request thread for its whole life (gthread, or the
 threaded development server), so a process serves at most LOO_SSE_MAX_STREAMS streams at
@@ -45,8 +45,9 @@ SSE_CONTENT = {"schema": {"type": "string"},
                "example": "id: 42\nevent: tile_played\ndata: {\"version\": 17, ...}\n\n"}
 SSE_NOTE = ("With Accept: text/event-stream: Server-Sent Events, `id: <position>`, `event: "
             "<type>`, `data: <the event as in the JSON feed>` (the event that ends a settled "
-            "hand carries its signed `checkpoint`); a comment line every 15 s when idle. The "
-            "stream ends after a while: reconnect with Last-Event-ID.")
+            "hand, a hand_voided and a table_closed carry their signed `checkpoint`); a "
+            "comment line every 15 s when idle. The stream ends after a while: reconnect "
+            "with Last-Event-ID.")
 
 
 def document(spec: dict[str, Any]) -> None:

@@ -11,7 +11,7 @@ from flask.views import MethodView
 from ledger.api import lists
 from ledger.api.auth import ledger, viewer_for
 from ledger.api.blueprint import Blueprint
-from ledger.app.history import hand_document, hand_events, table_history_ndjson
+from ledger.app.history import hand_document, hand_events, heads, table_history_ndjson
 from ledger.app.projector import project
 from ledger.core.errors import Conflict, NotFound
 from schemas.responses import HandHistoryOut
@@ -44,9 +44,10 @@ class HandHistory(MethodView):
                                "replay are open)")
             raise Conflict("hand_live", f"hand {number} is still being played: its history "
                            "is published once it is complete and settled")
-        ends = [s.version for s in mine if s.type in ("hand_settled", "game_won")]
+        settled, voided = heads(mine)
         found = {cp["version"]: cp for cp in led.checkpoints(table_id, p.version)}
-        return hand_document(table_id, before, mine, found.get(ends[-1]))
+        return hand_document(table_id, before, mine, found.get(settled),
+                             found.get(voided) if voided is not None else None)
 
 
 @blp.route("/<table_id>/history")

@@ -178,7 +178,8 @@ class Checkpoints(MethodView):
     @blp.doc(parameters=lists.params())
     @blp.response(200, CheckpointsOut)
     def get(self, table_id: str) -> Any:
-        """The table's signed checkpoints, oldest first: one after every settled hand."""
+        """The table's signed checkpoints, oldest first: one after every settled hand, every
+        void (its hand_voided) and the table's close (table_closed)."""
         _, limit, offset = lists.query({})
         led = ledger()
         viewer_for(led.cached(table_id) or led.load(table_id))

@@ -1,5 +1,11 @@
 """Signed checkpoints (API.md "Checkpoints"): heads of a table's chain, signed with Ed25519.
 
+A checkpoint is signed after every settled hand (the last event of its settlement), after
+every void (its `hand_voided`, which carries the compensating transfers or scores and a game
+un-won) and after `table_closed`: each in the transaction of the append that writes the
+event it names, so no event that moves chips, points or the table's state is the last of a
+log without a signed head naming it.
+
 A checkpoint is `{"table", "version", "hash", "at", "signature"}` (plus `alg` and `key_id`);
 `signature` is Ed25519 over the canonical JSON (keys sorted, separators `,` `:`, UTF-8) of
 `{"table", "version", "hash", "at"}`, base64. The private key never enters the database
@@ -30,6 +36,13 @@ ALG = "ed25519"
 SIGNED_FIELDS = ("table", "version", "hash", "at")
 # The events after which a hand is settled: the checkpoint names the last of them.
 SETTLEMENT_ENDS = ("hand_settled", "game_won")
+# The other events a checkpoint names: a void's correction (one event: hand_voided holds its
+# compensating transfers or scores, and `unwon` for a game the hand had won) and the table's
+# close. Signed since this release only: a void or close written before has none, and no
+# reader signs one afterwards (ledger/app/feed.py attach_checkpoints).
+CORRECTION_ENDS = ("hand_voided", "table_closed")
+# Every event type a checkpoint may name.
+HEAD_TYPES = SETTLEMENT_ENDS + CORRECTION_ENDS
 
 
 def message(cp: dict[str, Any]) -> bytes:
@@ -118,15 +131,17 @@ def verify(cp: dict[str, Any], key: Ed25519PublicKey) -> str | None:
     return None
 
 
-def settled_heads(events: Sequence[Any]) -> tuple[int, ...]:
+def signed_heads(events: Sequence[Any]) -> tuple[int, ...]:
     """Where in `events` (new or stored) the heads a checkpoint names are: the last event of
-    each hand's settlement."""
+    each hand's settlement, each hand_voided and each table_closed."""
     out = []
     for i, s in enumerate(events):
         if s.type in SETTLEMENT_ENDS:
             nxt = events[i + 1] if i + 1 < len(events) else None
             if nxt is None or nxt.type != "game_won":
                 out.append(i)
+        elif s.type in CORRECTION_ENDS:
+            out.append(i)
     return tuple(out)
 
 

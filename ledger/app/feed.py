@@ -34,7 +34,7 @@ from datetime import datetime
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from ledger.app.checkpoints import SETTLEMENT_ENDS
+from ledger.app.checkpoints import HEAD_TYPES, SETTLEMENT_ENDS
 from ledger.app.projector import decode
 from ledger.app.service import Ledger
 from ledger.app.views import Live, Viewer, live_hand, redact
@@ -342,7 +342,8 @@ def table_events(ledger: Ledger, table_id: str, stored: Sequence[StoredEvent],
                  live: Live | None | bool = False) -> list[dict[str, Any]]:
     """A table's events as the feeds serve them to `viewer`: redacted while their hand is
     live (as the table is now, unless `live` gives its live hand), and the end of each
-    hand's settlement carrying its signed `checkpoint` (API.md Checkpoints)."""
+    hand's settlement, each hand_voided and table_closed carrying its signed `checkpoint`
+    (API.md Checkpoints)."""
     if live is False:
         # The process's latest fold when it already covers these events (a hundred streams
         # of one club then read the store once, not a hundred times).
@@ -445,18 +446,22 @@ def _origin(url: str) -> str:
 
 def attach_checkpoints(ledger: Ledger, table_id: str, stored: Sequence[StoredEvent],
                        out: list[dict[str, Any]], fresh: float = CHECKPOINT_FRESH) -> None:
-    """Give the event that ends a hand's settlement its checkpoint (`checkpoint`).
+    """Give each event a checkpoint names its checkpoint (`checkpoint`): the event that ends
+    a hand's settlement, a hand_voided, a table_closed (checkpoints.signed_heads).
 
-    A writer saves the checkpoint in the transaction of the append that settles the hand,
-    but one of an earlier release (a rolling upgrade) saved it right after, so a reader may
-    meet the event a moment before its checkpoint (under load tens of ms, with SQLite's
-    busy waits hundreds: the writer queued for the store again). A head committed within
-    `fresh` seconds whose checkpoint is not saved yet gets the one its writer is saving,
-    signed here (Ledger.checkpoint: the same bytes), instead of the reader waiting for it
-    and holding every later event back meanwhile. An older head without one is left so (its
-    writer died: the next hand's covers the chain); a reader never signs the past.
+    A writer saves the checkpoint in the transaction of the append that writes the event,
+    but one of an earlier release (a rolling upgrade) saved a settlement's right after, so a
+    reader may meet the event a moment before its checkpoint (under load tens of ms, with
+    SQLite's busy waits hundreds: the writer queued for the store again). A settlement head
+    committed within `fresh` seconds whose checkpoint is not saved yet gets the one its
+    writer is saving, signed here (Ledger.checkpoint: the same bytes), instead of the reader
+    waiting for it and holding every later event back meanwhile. An older head without one
+    is left so (its writer died: the next hand's covers the chain); a reader never signs the
+    past. A hand_voided or table_closed gets only the checkpoint saved with it: no release
+    saved one after its commit, and one written before these were signed has none (a reader
+    signing it would show a checkpoint that GET .../checkpoints and the audit never see).
     """
-    ends = [i for i, s in enumerate(stored) if s.type in SETTLEMENT_ENDS]
+    ends = [i for i, s in enumerate(stored) if s.type in HEAD_TYPES]
     if not ends:
         return
     found = {cp["version"]: cp for cp in ledger.checkpoints(table_id)}
@@ -466,7 +471,8 @@ def attach_checkpoints(ledger: Ledger, table_id: str, stored: Sequence[StoredEve
         cp = found.get(s.version)
         # Only the last event of a settlement gets one: a hand_settled followed by game_won
         # (appended together) gets none.
-        if cp is None and now - _unix(s.recorded_at) < fresh and _is_head(ledger, s):
+        if cp is None and s.type in SETTLEMENT_ENDS and now - _unix(s.recorded_at) < fresh \
+                and _is_head(ledger, s):
             cp = ledger.checkpoint(table_id, s)
         if cp is not None:
             out[i]["checkpoint"] = cp

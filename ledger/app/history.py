@@ -1,10 +1,12 @@
 """loo-hh 1.0 hand histories (API.md "Hand history"): events of a hand -> one open JSON file.
 
 `hand_document` is pure: the table as it stood before the hand, the hand's stored events and
-its checkpoint give the file. `table_history` walks a table's events page by page (rows with
-their data as stored JSON text, store.load_raw) and yields one file per complete hand, holding
-one hand's events at a time (constant memory); `table_history_ndjson` gives the same files as
-the NDJSON lines the history endpoints and `loo export` write, with less work per hand.
+its checkpoints give the file: `checkpoint` names the end of the hand's settlement and, for a
+voided hand whose void was signed (this release on), `void_checkpoint` its hand_voided.
+`table_history` walks a table's events page by page (rows with their data as stored JSON
+text, store.load_raw) and yields one file per complete hand, holding one hand's events at a
+time (constant memory); `table_history_ndjson` gives the same files as the NDJSON lines the
+history endpoints and `loo export` write, with less work per hand.
 """
 
 from __future__ import annotations
@@ -107,15 +109,27 @@ def complete(events: Sequence[Any]) -> bool:
 
 
 def hand_document(table_id: str, before: tb.Table, stored: Sequence[Any],
-                  checkpoint: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The loo-hh 1.0 file of one complete hand. `before`: the table before its hand_started."""
+                  checkpoint: dict[str, Any] | None = None,
+                  void_checkpoint: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The loo-hh 1.0 file of one complete hand. `before`: the table before its hand_started;
+    `checkpoint` and `void_checkpoint`: the ones naming `heads(stored)`."""
     return _document(table_id, before, stored, [decode(s) for s in stored],
-                     [s.data for s in stored], checkpoint)
+                     [s.data for s in stored], checkpoint, void_checkpoint)
+
+
+def heads(stored: Sequence[Any]) -> tuple[int, int | None]:
+    """The versions of a complete hand's events that checkpoints name: the end of its
+    settlement (game_won when the hand won the game, else hand_settled) and its hand_voided
+    (None when it is not voided)."""
+    ends = [s.version for s in stored if s.type in ("hand_settled", "game_won")]
+    voids = [s.version for s in stored if s.type == "hand_voided"]
+    return ends[-1], (voids[-1] if voids else None)
 
 
 def _document(table_id: str, before: tb.Table, stored: Sequence[Any],
               decoded: Sequence[ev.Event], datas: Sequence[Any],
-              checkpoint: dict[str, Any] | None) -> dict[str, Any]:
+              checkpoint: dict[str, Any] | None,
+              void_checkpoint: dict[str, Any] | None = None) -> dict[str, Any]:
     """hand_document, given the decoded events and each one's data as the file holds it.
 
     What the file says of the hand's play (decisions, tricks, a win without play) is read
@@ -201,6 +215,8 @@ def _document(table_id: str, before: tb.Table, stored: Sequence[Any],
     }
     if checkpoint is not None:
         doc["checkpoint"] = checkpoint
+    if void_checkpoint is not None:
+        doc["void_checkpoint"] = void_checkpoint
     return doc
 
 
@@ -367,9 +383,9 @@ def _finish(table_id: str, before: tb.Table, stored: list[RawEvent],
     after = tb.replay([e for e in decoded if type(e) in level], before)
     if not wanted or not complete(stored):
         return None, after
-    ends = [s.version for s in stored if s.type in ("hand_settled", "game_won")]
     if late_void is not None and late_void.version > stored[-1].version:
         more, more_datas = _decode_raw([late_void], memo, encoded)
         stored, decoded, datas = [*stored, late_void], [*decoded, *more], [*datas, *more_datas]
-    return _document(table_id, before, stored, decoded, datas,
-                     checkpoints.get(ends[-1])), after
+    settled, voided = heads(stored)
+    return _document(table_id, before, stored, decoded, datas, checkpoints.get(settled),
+                     checkpoints.get(voided) if voided is not None else None), after

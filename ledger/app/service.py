@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from ledger.app import handlers
-from ledger.app.checkpoints import Signer, settled_heads
+from ledger.app.checkpoints import Signer, signed_heads
 from ledger.app.dispatch import Dispatcher
 from ledger.app.projector import Projection, fold, project
 from ledger.core import commands as c
@@ -467,21 +467,22 @@ class Ledger:
     # ---- checkpoints ----------------------------------------------------------------------
     def new_checkpoints(self, table_id: str,
                         new: Sequence[NewEvent]) -> NewCheckpoints | None:
-        """The signed heads the append of `new` keeps, one after each hand it settles (API.md
-        "Checkpoints"), saved in the append's own transaction: no commit of their own, and
-        never a settled hand committed without its checkpoint.
+        """The signed heads the append of `new` keeps (API.md "Checkpoints"): one after each
+        hand it settles, each hand it voids (its hand_voided) and the table's close
+        (table_closed), saved in the append's own transaction: no commit of their own, and
+        never a settled hand, a void or a close committed without its checkpoint.
 
         Kept beside the events, not among them: deleting a table's last events then leaves
         the checkpoint naming them, and the audit fails.
         """
-        heads = settled_heads(new)
+        heads = signed_heads(new)
         if not heads:
             return None
         return NewCheckpoints(heads, lambda version, hash_, at: self.signer.sign(
             table_id, version, hash_, at=at))
 
     def checkpoint(self, table_id: str, head: StoredEvent) -> dict[str, Any]:
-        """The signed checkpoint naming `head`, the last event of a hand's settlement. Its
+        """The signed checkpoint naming `head` (an event checkpoints.signed_heads names). Its
         `at` is the head's recorded_at, so every process signing one head signs the same
         bytes (Ed25519 is deterministic): a feed that meets the head without its checkpoint
         (saved after the commit by a writer of an earlier release) serves the very one that

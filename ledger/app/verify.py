@@ -4,7 +4,8 @@ Checks, in order, and names the first failure: the format and spec_version, the 
 the hash chain of the hand's events, the commitment (SHA-256 of the seed), the deal
 re-derived from the seed, every action legal and every event the rules produce from them
 (tricks and winners, settlement per RULES.md), the summary fields against the events, and
-the checkpoint (its hash; its signature when a public key is given).
+the checkpoints (`checkpoint`, and a voided hand's `void_checkpoint`: each names an event of
+the file with its hash; its signature is checked when a public key is given).
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ class Verified:
     table: str
     number: int
     checkpoint: bool = False  # the file carries a checkpoint (its signature checked with a key)
+    voided: bool = False  # the hand is voided
+    void_checkpoint: bool = False  # the file carries its void's checkpoint (checked the same)
 
 
 _validator: Any = None
@@ -300,9 +303,9 @@ def verify_document(doc: Any, key: Any = None) -> Verified:
         if mine != rebuilt[part]:
             raise VerifyError(f"hand {number}: " + _first_difference(mine, rebuilt[part],
                                                                    part).lstrip("."))
+    by_version = {e["version"]: e for e in events}
     cp = doc.get("checkpoint")
     if cp is not None:
-        by_version = {e["version"]: e for e in events}
         named = by_version.get(cp["version"])
         if cp["table"] != table_id or named is None or named["hash"] != cp["hash"]:
             raise VerifyError(f"hand {number}: the checkpoint (version {cp['version']}) does "
@@ -311,7 +314,21 @@ def verify_document(doc: Any, key: Any = None) -> Verified:
             bad = cps.verify(cp, key)
             if bad:
                 raise VerifyError(f"hand {number}: checkpoint at version {cp['version']}: {bad}")
-    return Verified(table_id, number, cp is not None)
+    void_cp = doc.get("void_checkpoint")
+    if void_cp is not None:
+        named = by_version.get(void_cp["version"])
+        if void_cp["table"] != table_id or named is None or named["type"] != "hand_voided" \
+                or named["hand"] != number or named["hash"] != void_cp["hash"]:
+            raise VerifyError(f"hand {number}: the void_checkpoint (version "
+                              f"{void_cp['version']}) does not name this hand's hand_voided "
+                              "with its hash")
+        if key is not None:
+            bad = cps.verify(void_cp, key)
+            if bad:
+                raise VerifyError(f"hand {number}: void_checkpoint at version "
+                                  f"{void_cp['version']}: {bad}")
+    return Verified(table_id, number, cp is not None, bool(hand["voided"]),
+                    void_cp is not None)
 
 
 def documents(stream: IO[bytes]) -> Iterator[tuple[int, Any]]:

@@ -42,28 +42,38 @@ def verify_cmd(file: IO[bytes], key_text: str | None) -> None:
             key = public_key(key_text)
         except ValueError as err:
             raise click.BadParameter(str(err), param_hint="--key") from None
-    count, unsigned = 0, []
+    count, signatures, unsigned, unsigned_voids = 0, 0, [], []
     with _progress(None, "verifying") as bar:
         task = bar.add_task("verify", total=None)
         try:
             for done in verify_stream(documents(file), key):
                 count += 1
                 bar.advance(task)
+                signatures += done.checkpoint + done.void_checkpoint
                 if not done.checkpoint:
                     unsigned.append(done)
+                if done.voided and not done.void_checkpoint:
+                    unsigned_voids.append(done)
         except VerifyError as err:
             click.echo(f"FAILED: {err}", err=True)
             click.echo(f"{count} hand(s) verified before the failure", err=True)
             sys.exit(1)
     if key is None:
         click.echo(f"OK: {count} hand(s) verified")
-    elif not unsigned:
+    elif not unsigned and not unsigned_voids:
         click.echo(f"OK: {count} hand(s) verified (checkpoint signatures checked)")
     else:  # say so: a file without a checkpoint has no signature for the key to check
-        first = unsigned[0]
-        click.echo(f"OK: {count} hand(s) verified; {count - len(unsigned)} checkpoint "
-                   f"signature(s) checked, {len(unsigned)} hand(s) carry no checkpoint, so "
-                   f"nothing signs them (the first: hand {first.number} of table {first.table})")
+        line = f"OK: {count} hand(s) verified; {signatures} checkpoint signature(s) checked"
+        if unsigned:
+            first = unsigned[0]
+            line += (f", {len(unsigned)} hand(s) carry no checkpoint, so nothing signs them "
+                     f"(the first: hand {first.number} of table {first.table})")
+        if unsigned_voids:  # voided before voids were signed (or the void's was stripped)
+            first = unsigned_voids[0]
+            line += (f"; {len(unsigned_voids)} voided hand(s) carry no void_checkpoint, so "
+                     f"nothing signs their void (the first: hand {first.number} of table "
+                     f"{first.table})")
+        click.echo(line)
 
 
 @contextlib.contextmanager
@@ -112,7 +122,9 @@ def export_cmd(table_id: str, output: str, number: int | None) -> None:
         if not up_to or (first and first[0].type != "table_created"):  # a club's stream
             raise click.ClickException(f"no table {table_id!r}")
         checkpoints = store.checkpoints(table_id)
-        hands = sum(1 for cp in checkpoints)
+        # One per settled hand, and one per void and for the close: the bar's total is an
+        # upper bound, set to the count when the export is done.
+        hands = len(checkpoints)
         count = 0
         with _progress(hands, "exporting") as bar, _whole_file(output) as out:
             task = bar.add_task("export", total=hands or None)
@@ -123,6 +135,7 @@ def export_cmd(table_id: str, output: str, number: int | None) -> None:
                 out.write(line)
                 count += 1
                 bar.advance(task)
+            bar.update(task, total=count or None)
             if number and not count:  # (no file is left for it)
                 raise click.ClickException(f"hand {number} of table {table_id} is not complete")
     finally:

@@ -39,11 +39,12 @@ stays though the cached head is a fact (events are immutable): a database restor
 failed over to a replica behind would otherwise take a gap in a chain (it costs 15-20% of
 the statement's server instructions).
 
-Checkpoints an append carries (`NewCheckpoints`, a settled hand's signed head) are written
-by the append's own statement (a data-modifying WITH), signed before it: one round trip and
-one commit, as any append (saved after it, they cost a second statement and commit; an
-explicit transaction in psycopg's pipeline mode took five round trips). Their data holds the
-event's position, which only the statement knows: it joins their canonical JSON around it.
+Checkpoints an append carries (`NewCheckpoints`: the signed heads after a settled hand, a
+void, a close) are written by the append's own statement (a data-modifying WITH), signed
+before it: one round trip and one commit, as any append (saved after it, they cost a second
+statement and commit; an explicit transaction in psycopg's pipeline mode took five round
+trips). Their data holds the event's position, which only the statement knows: it joins
+their canonical JSON around it.
 
 Why not a counter row: its lock is held until commit, so commits (and their WAL
 flushes) queue one behind the other; measured here at 8 clients it reached 0.3-0.5 of

@@ -121,3 +121,66 @@ def test_audit_fails_naming_the_checkpoint_when_the_chain_is_rewritten(club: Clu
     assert out["ok"] is False
     assert f"checkpoint at version {cps[-1]['version']}" in out["checks"]["checkpoints"]
     assert "rewritten" in out["checks"]["checkpoints"]
+
+
+# ---- Corrections and the close: signed like a settlement ----------------------------------
+
+def _voided_and_closed(club: Club) -> tuple[Table, dict[str, Any], dict[str, Any]]:
+    """Three settled hands, the third voided, then the table closed: (table, the
+    hand_voided, the table_closed) as the feed shows them."""
+    t = _three_hands(club)
+    r = club.post(t, "/hands/3/void", {"reason": "tricks entered wrong"})
+    assert r.status_code == 200, r.get_json()
+    void = _events(club, t)[-1]
+    assert club.post(t, "/close", {}).status_code == 200
+    closed = _events(club, t)[-1]
+    assert (void["type"], closed["type"]) == ("hand_voided", "table_closed")
+    return t, void, closed
+
+
+def test_corrections_a_void_and_the_close_are_signed_and_ride_on_the_event_they_name(
+        club: Club):
+    """API.md Checkpoints, Corrections: after a table's last settled hand nothing was signed,
+    neither a void (its compensating transfers are its data) nor table_closed. Each now has
+    its checkpoint, listed, on the event it names in the feed, and valid."""
+    t, void, closed = _voided_and_closed(club)
+    cps = club.get(t, path="/checkpoints").get_json()["items"]
+    assert len(cps) == 5
+    key = club.c.get("/v1/checkpoints/key").get_json()
+    public = Ed25519PublicKey.from_public_bytes(base64.b64decode(key["public_key"]))
+    for cp, e in zip(cps[3:], (void, closed), strict=True):
+        assert (cp["table"], cp["version"], cp["hash"], cp["position"]) == (
+            t.id, e["version"], e["hash"], e["position"])
+        assert e["checkpoint"] == cp  # the feed carries it on the event it names
+        signed = json.dumps({k: cp[k] for k in ("table", "version", "hash", "at")},
+                            sort_keys=True, separators=(",", ":")).encode()
+        public.verify(base64.b64decode(cp["signature"]), signed)
+    assert [e["version"] for e in _events(club, t) if "checkpoint" in e] == [
+        cp["version"] for cp in cps]
+    assert club.get(t, path="/audit").get_json()["checks"]["checkpoints"] is True
+
+
+def test_corrections_deleting_a_void_fails_the_audit_naming_its_checkpoint(club: Club,
+                                                                           db: Database):
+    """Whoever can delete rows removed a table's last void (its events are the table's last
+    ones) and the audit passed: the voided hand's chips counted again, unseen."""
+    t = _three_hands(club)
+    assert club.post(t, "/hands/3/void", {"reason": "typo"}).status_code == 200
+    void = _events(club, t)[-1]
+    assert void["type"] == "hand_voided" and _audit(club, t)["ok"] is True
+    db.run("DELETE FROM events WHERE table_id = %s AND version >= %s", t.id, void["version"])
+    out = _audit(club, t)
+    assert out["ok"] is False and out["checks"]["hash_chain"] is True
+    assert f"checkpoint at version {void['version']}" in out["checks"]["checkpoints"]
+    assert "deleted" in out["checks"]["checkpoints"]
+
+
+def test_corrections_deleting_table_closed_fails_the_audit_naming_its_checkpoint(
+        club: Club, db: Database):
+    t, _void, closed = _voided_and_closed(club)
+    assert _audit(club, t)["ok"] is True
+    db.run("DELETE FROM events WHERE table_id = %s AND version = %s", t.id, closed["version"])
+    out = _audit(club, t)
+    assert out["ok"] is False and out["checks"]["hash_chain"] is True
+    assert f"checkpoint at version {closed['version']}" in out["checks"]["checkpoints"]
+    assert "deleted" in out["checks"]["checkpoints"]

@@ -103,3 +103,49 @@ def test_hand_history_import_of_a_file_whose_mode_is_not_its_tables_deal_is_a_42
         assert f"hand 1: hand.mode '{mode}' is not the table's deal 'shuffled'" in \
             problem["detail"], problem
     assert lg.get("/tables").get_json()["items"] == []
+
+
+def test_corrections_a_voided_hands_history_carries_its_voids_checkpoint_and_verifies_with_a_key(
+        club: Club, tmp_path):
+    """API.md Hand history, Checkpoints, Corrections: a voided hand's file (GET one hand, the
+    table's NDJSON) carries `void_checkpoint`, the signed checkpoint naming its hand_voided,
+    beside its settlement's; the schema validates it, `loo verify --key` checks both, and the
+    club import takes the export as before."""
+    from click.testing import CliRunner
+
+    from ledger.cli.main import main
+    from tests.e2e.test_api_clubs import League, _play_out
+
+    t = club.create(first_dealer=0, options={"auto_deal": False})
+    assert club.start(t).status_code == 200
+    _play_out(club, t, t.admin, 1)
+    assert club.post(t, "/hands/1/void", {"reason": "misdeal"}).status_code == 200
+    cps = club.get(t, path="/checkpoints").get_json()["items"]
+    assert len(cps) == 2
+    schema = json.loads(club.c.get("/v1/schemas/loo-hh-1.0.json").data)
+    key_text = club.c.get("/v1/checkpoints/key").get_json()["public_key"]
+    key = public_key(key_text)
+    one = club.get(t, t.seats[2], "/hands/1/history").get_json()
+    ndjson = club.get(t, t.seats[2], "/history").data
+    assert [json.loads(x) for x in ndjson.splitlines()] == [one]
+    jsonschema.validate(one, schema)
+    void = one["events"][-1]
+    assert one["hand"]["voided"] is True and void["type"] == "hand_voided"
+    assert one["checkpoint"] == cps[0] and one["void_checkpoint"] == cps[1]
+    assert (cps[1]["version"], cps[1]["hash"]) == (void["version"], void["hash"])
+    done = verify_document(one, key)
+    assert done.checkpoint and done.void_checkpoint
+    path = tmp_path / "hands.ndjson"
+    path.write_bytes(ndjson)
+    env = {"DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none"}  # offline: never opened
+    r = CliRunner().invoke(main, ["verify", str(path), "--key", key_text], env=env)
+    assert r.exit_code == 0, r.output
+    assert r.output.strip() == "OK: 1 hand(s) verified (checkpoint signatures checked)"
+    lg = League(club)
+    r = club.c.post(lg.url("/tables/import"), data=ndjson,
+                    headers=lg.h(lg.scorer) | {"Content-Type": "application/x-ndjson"})
+    assert r.status_code == 201, r.get_json()
+    again = [json.loads(x) for x in club.c.get(f"/v1/tables/{r.get_json()['id']}/history",
+                                               headers=lg.h(lg.viewer)).data.splitlines()]
+    assert [d["hand"]["voided"] for d in again] == [True] and "void_checkpoint" in again[0]
+    verify_document(again[0], key)

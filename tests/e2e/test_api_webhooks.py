@@ -710,3 +710,44 @@ def test_a_hand_settled_webhook_gets_the_checkpoint_of_the_hand_that_won_the_gam
         assert "checkpoint" not in both[2] and both[3]["checkpoint"] == checkpoints[2]
     finally:
         witness.stop()
+
+
+def test_corrections_a_hand_voided_webhook_gets_the_voids_checkpoint_and_table_closed_its_own(
+        club: Club, receiver: Receiver, private_ok: None) -> None:
+    """API.md Checkpoints go out in webhooks; Corrections: a void is as tamper-evident as a
+    settlement. Nothing signed a hand_voided or table_closed, so an endpoint that asked for
+    them got no checkpoint at all; each now carries its own, as the club feed has it."""
+    from ledger.app.checkpoints import public_key, verify
+
+    owner = Owner(club)
+    made = owner.hook(receiver.url, ["hand_voided", "table_closed"])
+    r = club.c.post(f"/v1/clubs/{owner.id}/tables", headers=owner.h(), json={
+        "variant": "loo", "scoring": "pool", "first_dealer": 0, "deal": "results",
+        "seats": [{"name": n} for n in ("Ann", "Bob", "Cat", "Dan")]})
+    assert r.status_code == 201, r.get_json()
+    table = r.get_json()["id"]
+    result = {"decisions": {str(s): "play" for s in range(4)},
+              "tricks": {"0": 2, "1": 1, "2": 1, "3": 1}}
+    for _ in range(2):
+        r = club.c.post(f"/v1/tables/{table}/hands", headers=owner.h(), json={"result": result})
+        assert r.status_code == 200, r.get_json()
+    r = club.c.post(f"/v1/tables/{table}/hands/2/void", headers=owner.h(),
+                    json={"reason": "tricks entered wrong"})
+    assert r.status_code == 200, r.get_json()
+    r = club.c.post(f"/v1/tables/{table}/close", headers=owner.h(), json={})
+    assert r.status_code == 200, r.get_json()
+    checkpoints = club.c.get(f"/v1/tables/{table}/checkpoints",
+                             headers=owner.h()).get_json()["items"]
+    assert len(checkpoints) == 4  # two settled hands, the void, the close
+    receiver.wait_for(lambda got: len(got) >= 2, "the void and the close")
+    docs = receiver.docs()
+    assert [d["type"] for d in docs] == ["hand_voided", "table_closed"]
+    assert [d["checkpoint"] for d in docs] == checkpoints[2:]
+    assert [(d["version"], d["hash"]) for d in docs] == [
+        (cp["version"], cp["hash"]) for cp in checkpoints[2:]]
+    key = public_key(club.c.get("/v1/checkpoints/key").get_json()["public_key"])
+    assert all(verify(d["checkpoint"], key) is None for d in docs)
+    # The club feed places each on the event it names.
+    feed = {d["position"]: d for d in owner.feed() if d["stream"] == table}
+    assert [feed[d["position"]].get("checkpoint") for d in docs] == checkpoints[2:]
+    _log_of(owner, made["id"], 2)

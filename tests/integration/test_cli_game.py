@@ -425,3 +425,24 @@ def test_ctrl_c_in_any_command_exits_130_without_a_traceback(env, monkeypatch):
     assert result.exit_code == 130, result.output
     assert "interrupted" in result.output and "Aborted" not in result.output
     assert "Traceback" not in result.output
+
+
+def test_loo_audit_fails_naming_the_checkpoint_when_table_closed_is_deleted(env, tmp_path,
+                                                                           fixed_seeds):
+    """API.md Checkpoints: `loo play` closes its table; table_closed was not signed, so its
+    row could be deleted (the table open again) and `loo audit` still said OK."""
+    runner = CliRunner()
+    table_id, db = _one_hand_played(runner, env, tmp_path)
+    with db:
+        version, kind = db.execute("SELECT version, type FROM events WHERE table_id = ? "
+                                   "ORDER BY version DESC LIMIT 1", (table_id,)).fetchone()
+    assert kind == "table_closed"
+    assert runner.invoke(main, ["audit", table_id], env=env).exit_code == 0
+    with db:
+        db.execute("DROP TRIGGER events_no_delete")
+        db.execute("DELETE FROM events WHERE table_id = ? AND version = ?", (table_id, version))
+    db.close()
+    audit = runner.invoke(main, ["audit", table_id], env=env)
+    assert audit.exit_code == 1, audit.output
+    assert re.search(rf"^checkpoints +FAILED: the log no longer reaches the checkpoint at "
+                     rf"version {version} .*events deleted", audit.output, re.M), audit.output

@@ -483,6 +483,12 @@ def test_a_void_held_back_must_fill_its_place_in_the_chain():
     void["prev_hash"] = "1" * 64
     void["hash"] = event_hash(void["prev_hash"], tid, void["version"], void["type"],
                               void["hand"], void["data"], void["causation"], void["recorded_at"])
+    # The void's signed checkpoint names the hash it had: the file alone fails there ...
+    with pytest.raises(VerifyError, match="the void_checkpoint .* does not name this hand's "
+                                          "hand_voided with its hash"):
+        verify_document(json.loads(json.dumps(forged[0])))
+    # ... and without it (stripped: a forger cannot sign another) its own file verifies.
+    del forged[0]["void_checkpoint"]
     verify_document(json.loads(json.dumps(forged[0])))
     with pytest.raises(VerifyError, match=r"line 3: hash chain: version \d+ \(hand 1's "
                                           r"hand_voided\): prev_hash does not match"):
@@ -553,3 +559,78 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def test_corrections_a_voided_hands_file_carries_its_voids_checkpoint_and_verifies_with_a_key():
+    """API.md Checkpoints, Corrections, Hand history: a void is signed like a settlement, and
+    a voided hand's file carries that checkpoint (`void_checkpoint`, naming its hand_voided,
+    also a void held back after later hands) beside its settlement's (`checkpoint`): the
+    JSON Schema validates it, loo verify checks it (its signature with the key), the import
+    takes the files, and the imported table's voids are signed in turn."""
+    from ledger.app.imports import plan
+
+    led, tid = _voided_back(seed=6)
+    docs = export(led, tid)
+    key = led.signer.private.public_key()
+    cps = {cp["version"]: cp for cp in led.checkpoints(tid)}
+    assert [d["hand"]["voided"] for d in docs] == [True, True, False, False, True]
+    for doc in docs:
+        jsonschema.validate(doc, schema())
+        voids = [e for e in doc["events"] if e["type"] == "hand_voided"]
+        if doc["hand"]["voided"]:
+            (void,) = voids
+            assert doc["void_checkpoint"] == cps[void["version"]]
+            assert doc["void_checkpoint"]["hash"] == void["hash"]
+        else:
+            assert not voids and "void_checkpoint" not in doc
+        done = verify_document(json.loads(json.dumps(doc)), key)
+        assert done.void_checkpoint == doc["hand"]["voided"]
+    assert len(list(verify_stream(documents(_stream(docs)), key))) == len(docs)
+
+    forged = copy.deepcopy(docs[0])
+    forged["void_checkpoint"]["at"] = "2001-01-01T00:00:00+00:00"
+    verify_document(forged)  # without a key only the event it names is checked
+    with pytest.raises(VerifyError, match="hand 1: void_checkpoint at version .*: the "
+                                          "signature does not match"):
+        verify_document(forged, key)
+    other = copy.deepcopy(docs[0])
+    other["void_checkpoint"] = other["checkpoint"]  # names the settlement, not the void
+    with pytest.raises(VerifyError, match="void_checkpoint .* does not name this hand's "
+                                          "hand_voided"):
+        verify_document(other)
+
+    target = Ledger(MemoryStore())
+    new_id, _tokens, _p = target.import_table(plan(enumerate(docs, 1)))
+    again = export(target, new_id)
+    assert [d["hand"]["voided"] for d in again] == [True, True, False, False, True]
+    for a, b in zip(docs, again, strict=True):
+        _same_hand(a, b)
+        assert ("void_checkpoint" in b) == a["hand"]["voided"]
+        verify_document(b, target.signer.private.public_key())
+
+
+def test_loo_verify_with_a_key_says_which_voided_hands_carry_no_void_checkpoint(tmp_path):
+    """A void made before voids were signed (or whose checkpoint was stripped) is counted
+    and named, as hands without a checkpoint are; the files still verify (exit 0)."""
+    from click.testing import CliRunner
+
+    from ledger.cli.main import main
+
+    led, tid = _voided_back(seed=7)
+    docs = export(led, tid)
+    key = led.signer.public()["public_key"]
+    env = {"DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none"}  # never opened
+    path = tmp_path / "hands.ndjson"
+    path.write_bytes(b"".join(json.dumps(d).encode() + b"\n" for d in docs))
+    r = CliRunner().invoke(main, ["verify", str(path), "--key", key], env=env)
+    assert r.exit_code == 0 and r.output.strip() == (
+        "OK: 5 hand(s) verified (checkpoint signatures checked)"), r.output
+    for d in docs[:2]:
+        del d["void_checkpoint"]
+    path.write_bytes(b"".join(json.dumps(d).encode() + b"\n" for d in docs))
+    r = CliRunner().invoke(main, ["verify", str(path), "--key", key], env=env)
+    assert r.exit_code == 0, r.output
+    assert r.output.strip() == (
+        f"OK: 5 hand(s) verified; 6 checkpoint signature(s) checked; 2 voided hand(s) carry "
+        f"no void_checkpoint, so nothing signs their void (the first: hand 1 of table {tid})"
+    ), r.output
