@@ -24,7 +24,7 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 LOG_FORMATS = ("json", "text")
 # Every variable Settings reads; docker-compose.yml and the README are tested against it.
 ENV_VARS = ("DATABASE_URL", "REDIS_URL", "LOO_QUEUE_PREFIX", "LOO_LOG_LEVEL", "LOO_LOG_FORMAT",
-            "LOO_CHECKPOINT_KEY", "LOO_CHECKPOINT_KEY_FILE")
+            "LOO_CHECKPOINT_KEY", "LOO_CHECKPOINT_KEY_FILE", "LOO_CHECKPOINT_RETIRED_KEYS")
 DEFAULT_KEY_FILE = "loo-checkpoint.key"  # PostgreSQL without a key: in the working directory
 _DB_HINT = "use postgresql://user@host:5432/db or sqlite:///path/loo.db; unset means ./loo.db"
 
@@ -57,6 +57,8 @@ class Settings:
     log_format: str = "json"
     checkpoint_key: str | None = None
     checkpoint_key_file: str | None = None
+    # Public keys of checkpoint keys replaced by a rotation: their checkpoints still audit.
+    checkpoint_retired_keys: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> Settings:
@@ -95,12 +97,36 @@ class Settings:
                 raise ConfigError(f"LOO_CHECKPOINT_KEY: {err} (an Ed25519 private key seed; "
                                   "e.g. python -c 'import os; print(os.urandom(32).hex())')"
                                   ) from None
+        retired = retired_keys(env["LOO_CHECKPOINT_RETIRED_KEYS"])
         from ledger.app.webhooks import WebhookConfig
 
         WebhookConfig.from_env(environ)  # LOO_WEBHOOK_*: checked at start, read when used
         return cls(database_url=db, redis_url=redis_url, queue_name=queue, log_level=level,
                    log_format=log_format, checkpoint_key=key,
-                   checkpoint_key_file=env["LOO_CHECKPOINT_KEY_FILE"] or None)
+                   checkpoint_key_file=env["LOO_CHECKPOINT_KEY_FILE"] or None,
+                   checkpoint_retired_keys=retired)
+
+
+def retired_keys(value: str) -> tuple[str, ...]:
+    """LOO_CHECKPOINT_RETIRED_KEYS: comma-separated Ed25519 public keys (hex or base64; empty
+    entries, as of a trailing comma, are skipped), each checked; a ConfigError names the
+    first that is not one."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    from ledger.app.checkpoints import parse_key
+
+    entries = [e.strip() for e in value.split(",")]
+    for n, entry in enumerate(entries, 1):
+        if not entry:
+            continue
+        try:
+            Ed25519PublicKey.from_public_bytes(parse_key(entry))
+        except ValueError as err:
+            shown = entry if len(entry) <= 16 else entry[:12] + "…"
+            raise ConfigError(f"LOO_CHECKPOINT_RETIRED_KEYS: entry {n} ({shown!r}) is not a "
+                              f"public key: it {err} (comma-separated, each a public_key GET "
+                              "/v1/checkpoints/key gave before a rotation)") from None
+    return tuple(e for e in entries if e)
 
 
 def _check_scheme(var: str, url: str, schemes: tuple[str, ...], hint: str) -> None:
@@ -170,32 +196,60 @@ def open_database(settings: Settings, *, upgrade: bool = True) -> EventStore:
     return store
 
 
-def checkpoint_signer(settings: Settings) -> Any:
+def checkpoint_signer(settings: Settings, create: bool = True) -> Any:
     """The checkpoint key, never stored in the database: LOO_CHECKPOINT_KEY, else the key
     file LOO_CHECKPOINT_KEY_FILE, else a key file made on first start beside the SQLite
     file (`loo.db.checkpoint-key`) or, on PostgreSQL, ./loo-checkpoint.key (every process
-    must share one key: set the variable, or point them at one file)."""
+    must share one key: set the variable, or point them at one file). It also trusts the
+    public keys of LOO_CHECKPOINT_RETIRED_KEYS (keys replaced by a rotation). Without
+    `create`, a missing key file is a ConfigError rather than a new key."""
+    from cryptography.hazmat.primitives import serialization
+
+    from ledger.app.checkpoints import parse_key
+
+    signer = _current_signer(settings, create)
+    seed = signer.private.private_bytes(serialization.Encoding.Raw,
+                                        serialization.PrivateFormat.Raw,
+                                        serialization.NoEncryption())
+    retired = [parse_key(k) for k in settings.checkpoint_retired_keys]
+    if seed in retired:  # the secret in a variable meant for public keys: say so, not trust it
+        raise ConfigError(f"LOO_CHECKPOINT_RETIRED_KEYS: entry {retired.index(seed) + 1} is "
+                          "the current checkpoint key's private key, not a public key (list "
+                          "the public_key of each retired key)")
+    return signer.retiring(retired)
+
+
+def _current_signer(settings: Settings, create: bool) -> Any:
     from ledger.app.checkpoints import Signer, parse_key
 
     if settings.checkpoint_key:
         return Signer.from_seed(parse_key(settings.checkpoint_key))
-    url = settings.database_url
-    path = settings.checkpoint_key_file
+    path = checkpoint_key_path(settings)
     if path is None:
-        if url.startswith("memory:"):
-            return Signer.generate()
-        if url.startswith("sqlite:"):
-            db = url.split(":", 1)[1].removeprefix("///")
-            path = f"{db}.checkpoint-key" if db and db != ":memory:" else None
-            if path is None:
-                return Signer.generate()
-        else:
-            path = DEFAULT_KEY_FILE
+        return Signer.generate()
+    if not create and not os.path.exists(path):
+        raise ConfigError(f"LOO_CHECKPOINT_KEY_FILE: there is no checkpoint key in {path!r} yet "
+                          "(the service makes it on its first start)")
     try:
-        return Signer.from_file(path, create=True)
+        return Signer.from_file(path, create=create)
     except (OSError, ValueError) as err:
         raise ConfigError(f"LOO_CHECKPOINT_KEY_FILE: cannot use {path!r} as the checkpoint "
                           f"key ({one_line(err)})") from err
+
+
+def checkpoint_key_path(settings: Settings) -> str | None:
+    """The file holding the checkpoint key when LOO_CHECKPOINT_KEY is unset; None when the
+    key lives only in memory (an in-memory database: tests)."""
+    url = settings.database_url
+    path = settings.checkpoint_key_file
+    if path is not None:
+        return path
+    if url.startswith("memory:"):
+        return None
+    if url.startswith("sqlite:"):
+        db = url.split(":", 1)[1].removeprefix("///")
+        return f"{db}.checkpoint-key" if db and db != ":memory:" else None
+    return DEFAULT_KEY_FILE
 
 
 def connect_queue(settings: Settings) -> Queue | None:

@@ -214,7 +214,9 @@ class CheckpointOut(Open):
         "description": "base64 Ed25519 signature over the canonical JSON (keys sorted, "
                        "separators , and :, UTF-8) of {table, version, hash, at}"})
     alg = fields.String()
-    key_id = fields.String()
+    key_id = fields.String(metadata={
+        "description": "the id of the key that signed it (not signed itself): one of the keys "
+                       "GET /v1/checkpoints/key lists"})
     position = fields.Integer(metadata={"description": "global position of the event it names "
                                                        "(not signed)"})
 
@@ -224,10 +226,25 @@ class CheckpointsOut(Open):
     next = fields.String(allow_none=True, required=True)
 
 
-class CheckpointKeyOut(Open):
+class TrustedKeyOut(Open):
     alg = fields.String(required=True)
     public_key = fields.String(required=True, metadata={"description": "base64, 32 bytes"})
-    key_id = fields.String(required=True)
+    key_id = fields.String(required=True, metadata={
+        "description": "the first 16 hex digits of SHA-256 of the raw public key: a "
+                       "checkpoint's key_id names the key it was signed with"})
+    current = fields.Boolean(required=True, metadata={
+        "description": "true for the key signing now; false for a key retired by a rotation "
+                       "(LOO_CHECKPOINT_RETIRED_KEYS), whose checkpoints still verify"})
+
+
+class CheckpointKeyOut(Open):
+    alg = fields.String(required=True)
+    public_key = fields.String(required=True, metadata={
+        "description": "the current key: base64, 32 bytes"})
+    key_id = fields.String(required=True, metadata={"description": "the current key's id"})
+    keys = fields.List(fields.Nested(TrustedKeyOut), required=True, metadata={
+        "description": "every key a checkpoint of this service may be signed with, the "
+                       "current one first: check a checkpoint with the key its key_id names"})
 
 
 class AuditOut(Open):

@@ -35,7 +35,9 @@ class Bots(MethodView):
 class CheckpointKey(MethodView):
     @blp.response(200, CheckpointKeyOut)
     def get(self) -> Any:
-        """The public key that checkpoint signatures verify with (Ed25519, base64)."""
+        """The public key that checkpoint signatures verify with (Ed25519, base64), and in
+        `keys` every key a checkpoint of this service may carry: the current one and those
+        retired by a rotation (LOO_CHECKPOINT_RETIRED_KEYS), each by its key_id."""
         return ledger().signer.public()
 
 

@@ -170,7 +170,7 @@ class Audit(MethodView):
         p = led.load(table_id)
         require_admin(viewer_for(p))
         return audit(led.events(table_id, up_to_version=p.version), p,
-                     led.checkpoints(table_id), led.signer.private.public_key())
+                     led.checkpoints(table_id), led.signer.keyring())
 
 
 @blp.route("/<table_id>/checkpoints")

@@ -22,8 +22,10 @@ def audit(stored: Sequence[StoredEvent], live: Projection | None = None,
           checkpoints: Sequence[dict[str, Any]] = (), key: Any = None) -> dict[str, Any]:
     """Every check is True or a sentence naming the first failure.
 
-    `checkpoints` are the table's signed heads and `key` the public key they are checked
-    with: the log must still reach the latest one with the hash it names (API.md).
+    `checkpoints` are the table's signed heads and `key` what they are checked with: a public
+    key, or a Keyring (the service's current key and its retired ones, each checkpoint
+    checked with the key its key_id names); the log must still reach the latest one with the
+    hash it names (API.md).
     """
     unreadable = _unreadable(stored)
     checks: dict[str, Any] = {

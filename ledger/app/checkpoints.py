@@ -11,6 +11,14 @@ A checkpoint is `{"table", "version", "hash", "at", "signature"}` (plus `alg` an
 `{"table", "version", "hash", "at"}`, base64. The private key never enters the database
 (LOO_CHECKPOINT_KEY, or a key file), so whoever can rewrite the database can still not sign a
 head it made up; anyone holding the public key (`GET /v1/checkpoints/key`) can check one.
+
+Keys rotate (README "Rotating the checkpoint key"): `key_id` (the first 16 hex digits of
+SHA-256 of the raw public key) names the key a checkpoint was signed with. It is not among the
+signed fields (it was not when checkpoints began, and the signed bytes of a checkpoint never
+change), so it only says which key to check with: an edited key_id makes the check fail, it
+cannot make a forged signature hold. The service trusts its current key and the retired ones
+(LOO_CHECKPOINT_RETIRED_KEYS): a `Keyring`. A checkpoint without a key_id is checked against
+every key of the keyring.
 """
 
 from __future__ import annotations
@@ -19,8 +27,8 @@ import base64
 import hashlib
 import json
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -68,11 +76,95 @@ def parse_key(text: str) -> bytes:
     return raw
 
 
+def raw_public(key: Ed25519PublicKey) -> bytes:
+    return key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+
+
+def public_entry(public: bytes, current: bool) -> dict[str, Any]:
+    """One key as GET /v1/checkpoints/key lists it."""
+    return {"alg": ALG, "public_key": base64.b64encode(public).decode(),
+            "key_id": key_id(public), "current": current}
+
+
+# What the service says of a checkpoint signed with a key it does not trust.
+SERVICE_HINT = ("if a key this service had before a rotation signed it, add that key's public "
+                "key to LOO_CHECKPOINT_RETIRED_KEYS and restart (README \"Rotating the checkpoint "
+                "key\"); otherwise the checkpoint is forged")
+
+
+@dataclass(frozen=True)
+class Keyring:
+    """The public keys a checkpoint may be signed with, by key id: a service's current key
+    and its retired ones, or the keys given to `loo verify`."""
+
+    keys: tuple[tuple[str, Ed25519PublicKey], ...]
+    current: str | None = None  # the key id now signing (None: keys given offline)
+    hint: str = ""  # what to do about a checkpoint signed with none of them
+
+    @classmethod
+    def of(cls, key: Keyring | Ed25519PublicKey) -> Keyring:
+        """`key` itself, or a keyring of that one public key."""
+        if isinstance(key, Keyring):
+            return key
+        return cls(((key_id(raw_public(key)), key),))
+
+    @classmethod
+    def from_raw(cls, publics: Iterable[bytes], current: str | None = None,
+                 hint: str = "") -> Keyring:
+        """Keys from raw public bytes (each 32; ValueError otherwise), duplicates once."""
+        keys: dict[str, Ed25519PublicKey] = {}
+        for raw in publics:
+            keys.setdefault(key_id(raw), Ed25519PublicKey.from_public_bytes(raw))
+        return cls(tuple(keys.items()), current, hint)
+
+    def ids(self) -> list[str]:
+        return [kid for kid, _ in self.keys]
+
+    def _describe(self) -> str:
+        if self.current is None:
+            return f"none of the keys given ({', '.join(self.ids())})"
+        retired = [kid for kid in self.ids() if kid != self.current]
+        return (f"neither the current key ({self.current}) nor a retired one ("
+                + (", ".join(retired) if retired else "LOO_CHECKPOINT_RETIRED_KEYS is empty")
+                + ")")
+
+    def verify(self, cp: dict[str, Any]) -> str | None:
+        """None when the checkpoint's signature holds under the key its key_id names (any
+        key of the ring when it names none), else why not."""
+        try:
+            sig = base64.b64decode(str(cp["signature"]), validate=True)
+            body = message(cp)
+        except (KeyError, TypeError, ValueError):
+            return "the checkpoint is malformed (table, version, hash, at and signature needed)"
+        kid = cp.get("key_id")
+        if kid is not None:
+            kid = str(kid)[:64]
+            named = dict(self.keys).get(kid)
+            if named is None:
+                hint = f": {self.hint}" if self.hint else ""
+                return f"it is signed with key {kid}, which is {self._describe()}{hint}"
+            candidates = [named]
+        else:
+            candidates = [k for _, k in self.keys]
+        for key in candidates:
+            try:
+                key.verify(sig, body)
+            except InvalidSignature:
+                continue
+            return None
+        if kid is not None:
+            return f"the signature does not match key {kid} (forged, or its key_id edited)"
+        hint = f": {self.hint}" if self.hint else ""
+        return (f"the signature does not match (the checkpoint names no key_id, and it holds "
+                f"under {self._describe()}){hint}")
+
+
 @dataclass(frozen=True)
 class Signer:
-    """The service's checkpoint key."""
+    """The service's checkpoint key, and the public keys of the keys it replaced."""
 
     private: Ed25519PrivateKey
+    retired: tuple[bytes, ...] = field(default=())  # raw public keys (LOO_CHECKPOINT_RETIRED_KEYS)
 
     @classmethod
     def from_seed(cls, seed: bytes) -> Signer:
@@ -97,14 +189,36 @@ class Signer:
                     f.write(seed.hex() + "\n")
         return cls.from_seed(parse_key(p.read_text()))
 
+    def retiring(self, publics: Iterable[bytes]) -> Signer:
+        """This key, trusting also the retired public keys `publics` (the current key among
+        them, or one twice, is counted once)."""
+        keep: list[bytes] = []
+        for raw in publics:
+            Ed25519PublicKey.from_public_bytes(raw)  # ValueError when not a key
+            if raw != self.public_bytes and raw not in keep:
+                keep.append(raw)
+        return Signer(self.private, tuple(keep))
+
     @property
     def public_bytes(self) -> bytes:
-        return self.private.public_key().public_bytes(serialization.Encoding.Raw,
-                                                      serialization.PublicFormat.Raw)
+        return raw_public(self.private.public_key())
 
-    def public(self) -> dict[str, str]:
+    @property
+    def key_id(self) -> str:
+        return key_id(self.public_bytes)
+
+    def public(self) -> dict[str, Any]:
+        """GET /v1/checkpoints/key: the current key (alg, public_key, key_id) and `keys`, every
+        key a checkpoint of this service may be signed with, the current one first."""
         pub = self.public_bytes
-        return {"alg": ALG, "public_key": base64.b64encode(pub).decode(), "key_id": key_id(pub)}
+        return {"alg": ALG, "public_key": base64.b64encode(pub).decode(), "key_id": key_id(pub),
+                "keys": [public_entry(pub, True),
+                         *(public_entry(raw, False) for raw in self.retired)]}
+
+    def keyring(self) -> Keyring:
+        """The keys the audit trusts: the current one and the retired ones."""
+        return Keyring.from_raw((self.public_bytes, *self.retired), current=self.key_id,
+                                hint=SERVICE_HINT)
 
     def sign(self, table: str, version: int, hash_: str, at: str | None = None) -> dict[str, Any]:
         cp: dict[str, Any] = {"table": table, "version": version, "hash": hash_,
@@ -119,16 +233,10 @@ def public_key(text: str) -> Ed25519PublicKey:
     return Ed25519PublicKey.from_public_bytes(parse_key(text))
 
 
-def verify(cp: dict[str, Any], key: Ed25519PublicKey) -> str | None:
-    """None when the checkpoint's signature holds under `key`, else why not."""
-    try:
-        sig = base64.b64decode(str(cp["signature"]), validate=True)
-        key.verify(sig, message(cp))
-    except (KeyError, TypeError, ValueError):
-        return "the checkpoint is malformed (table, version, hash, at and signature needed)"
-    except InvalidSignature:
-        return "the signature does not match (forged, or signed with another key)"
-    return None
+def verify(cp: dict[str, Any], key: Keyring | Ed25519PublicKey) -> str | None:
+    """None when the checkpoint's signature holds under `key` (a public key, or a keyring:
+    the key its key_id names), else why not."""
+    return Keyring.of(key).verify(cp)
 
 
 def signed_heads(events: Sequence[Any]) -> tuple[int, ...]:
@@ -151,13 +259,14 @@ def describe(cp: dict[str, Any]) -> str:
 
 
 def reaches(stored: Sequence[Any], checkpoints: Sequence[dict[str, Any]],
-            key: Ed25519PublicKey) -> str | None:
+            key: Keyring | Ed25519PublicKey) -> str | None:
     """None when every checkpoint is validly signed and the log reaches the latest one with
     the hash it names; else a sentence naming the first checkpoint that fails."""
     by_version = {s.version: s for s in stored}
     table = stored[0].table_id if stored else None
+    ring = Keyring.of(key)
     for cp in sorted(checkpoints, key=lambda c: c.get("version", 0), reverse=True):
-        bad = verify(cp, key)
+        bad = ring.verify(cp)
         if bad:
             return f"{describe(cp)}: {bad}"
         if table is not None and cp["table"] != table:

@@ -5,7 +5,8 @@ the hash chain of the hand's events, the commitment (SHA-256 of the seed), the d
 re-derived from the seed, every action legal and every event the rules produce from them
 (tricks and winners, settlement per RULES.md), the summary fields against the events, and
 the checkpoints (`checkpoint`, and a voided hand's `void_checkpoint`: each names an event of
-the file with its hash; its signature is checked when a public key is given).
+the file with its hash; its signature is checked when a public key, or a checkpoints.Keyring
+of several, is given: with the key its key_id names).
 """
 
 from __future__ import annotations

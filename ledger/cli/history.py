@@ -24,24 +24,80 @@ def _progress(total: int | None, label: str) -> Any:
                     transient=True)
 
 
+# What `loo verify` says of a checkpoint signed with none of the keys it was given.
+OFFLINE_HINT = ("give that key's public key with another --key, or --keys with the service's "
+                "GET /v1/checkpoints/key answer, which lists every key it trusts; otherwise the "
+                "checkpoint is forged")
+
+
+def _keys_file(path: str) -> list[tuple[str, str]]:
+    """(where, key text) of each key in a keys file: a GET /v1/checkpoints/key answer (its
+    `keys`, else its `public_key`), a JSON list of keys, or one key a line (# comments)."""
+    try:
+        with open(path, "rb") as f:
+            text = f.read(1_000_000).decode("utf-8-sig")
+    except (OSError, UnicodeDecodeError) as err:
+        raise click.BadParameter(f"cannot read {path!r} ({err})", param_hint="--keys") from None
+    try:
+        doc = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return [(f"{path} line {n}", line.strip()) for n, line in enumerate(text.splitlines(), 1)
+                if line.strip() and not line.lstrip().startswith("#")]
+    if isinstance(doc, dict):
+        doc = doc.get("keys") or [doc]
+    if not isinstance(doc, list):
+        doc = [doc]
+    out = []
+    for n, item in enumerate(doc, 1):
+        value = item.get("public_key") if isinstance(item, dict) else item
+        out.append((f"{path} key {n}", value if isinstance(value, str) else ""))
+    return out
+
+
+def keyring_of(key_texts: tuple[str, ...], keys_files: tuple[str, ...]) -> Any:
+    """The keys `loo verify` checks signatures with (None: none given)."""
+    from ledger.app.checkpoints import Keyring, parse_key
+
+    given = [("--key", text) for text in key_texts]
+    for path in keys_files:
+        found = _keys_file(path)
+        if not found:
+            raise click.BadParameter(f"{path!r} holds no key", param_hint="--keys")
+        given += found
+    if not given:
+        return None
+    raws = []
+    for where, text in given:
+        try:
+            raws.append(parse_key(text))
+        except ValueError as err:
+            hint = "--key" if where == "--key" else "--keys"
+            what = "" if where == "--key" else f"{where}: "
+            raise click.BadParameter(f"{what}{err}", param_hint=hint) from None
+    try:
+        return Keyring.from_raw(raws, hint=OFFLINE_HINT)
+    except ValueError as err:
+        raise click.BadParameter(str(err), param_hint="--key") from None
+
+
 @click.command("verify", short_help="Verify loo-hh files offline; exit 1 on the first failure.")
 @click.argument("file", type=click.File("rb"))
-@click.option("--key", "key_text", default=None, metavar="PUBLIC_KEY",
-              help="the service's checkpoint public key (base64 or hex, from "
-                   "GET /v1/checkpoints/key): checkpoint signatures are checked too")
-def verify_cmd(file: IO[bytes], key_text: str | None) -> None:
+@click.option("--key", "key_texts", multiple=True, metavar="PUBLIC_KEY",
+              help="a checkpoint public key of the service (base64 or hex, from "
+                   "GET /v1/checkpoints/key): checkpoint signatures are checked too, each with "
+                   "the key its key_id names; repeat for the keys of before a rotation")
+@click.option("--keys", "keys_files", multiple=True, metavar="FILE",
+              type=click.Path(dir_okay=False, allow_dash=False),
+              help="a file of such keys: the service's GET /v1/checkpoints/key answer (every "
+                   "key it trusts), or one key a line")
+def verify_cmd(file: IO[bytes], key_texts: tuple[str, ...], keys_files: tuple[str, ...]) -> None:
     """Verify FILE (a loo-hh file, or NDJSON with one per line; - for stdin) with no server
     and no database: schema, commitment, deal, every action, tricks, settlement, the hash
-    chain, and checkpoint signatures when --key is given. Names the first failure."""
-    from ledger.app.checkpoints import public_key
+    chain, and checkpoint signatures when --key or --keys is given. Names the first
+    failure."""
     from ledger.app.verify import VerifyError, documents, verify_stream
 
-    key = None
-    if key_text is not None:
-        try:
-            key = public_key(key_text)
-        except ValueError as err:
-            raise click.BadParameter(str(err), param_hint="--key") from None
+    key = keyring_of(key_texts, keys_files)
     count, signatures, unsigned, unsigned_voids = 0, 0, [], []
     with _progress(None, "verifying") as bar:
         task = bar.add_task("verify", total=None)

@@ -37,6 +37,7 @@ LAZY_COMMANDS = {
     "club": "ledger.cli.club:club_cmd",
     "standings": "ledger.cli.club:standings_cmd",
     "tail": "ledger.cli.tail:tail_cmd",
+    "checkpoint-key": "ledger.cli.keys:checkpoint_key_cmd",
 }
 
 

@@ -281,7 +281,7 @@ def audit_cmd(table_id: str) -> None:
         checkpoints = store.checkpoints(table_id)
     finally:
         store.close()
-    key = checkpoint_signer(settings).private.public_key()
+    key = checkpoint_signer(settings).keyring()  # the current key and the retired ones
     result = audit(stored, checkpoints=checkpoints, key=key)
     for name, verdict in result["checks"].items():
         click.echo(f"{name:<24} {'ok' if verdict is True else 'FAILED: ' + str(verdict)}")

@@ -132,6 +132,53 @@ def test_bad_database_url_stops_serve_before_it_listens(tmp_path: Path) -> None:
     assert_one_line_error(result, "DATABASE_URL")
 
 
+# README "Rotating the checkpoint key": a public key (hex or base64) per entry, comma-separated.
+GOOD_PUBLIC = "3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c"
+BAD_RETIRED = ["not-a-key", GOOD_PUBLIC + ",abc", GOOD_PUBLIC[:-2], "AAAA" * 11 + "AA==",
+               GOOD_PUBLIC + GOOD_PUBLIC]
+
+
+@pytest.mark.parametrize("value", BAD_RETIRED)
+def test_checkpoints_a_bad_retired_key_is_a_one_line_error_naming_the_entry(value: str) -> None:
+    """Before, LOO_CHECKPOINT_RETIRED_KEYS was not read at all: a typo in it would have left
+    every table signed with that key failing its audit, with nothing said at start."""
+    with pytest.raises(ConfigError, match="^LOO_CHECKPOINT_RETIRED_KEYS: entry [12] ") as err:
+        Settings.from_env({"LOO_CHECKPOINT_RETIRED_KEYS": value})
+    assert "\n" not in str(err.value) and "32 bytes" in str(err.value)
+
+
+def test_checkpoints_retired_keys_take_hex_and_base64_and_skip_empty_entries() -> None:
+    import base64
+
+    b64 = base64.b64encode(bytes.fromhex(GOOD_PUBLIC)).decode()
+    s = Settings.from_env({"LOO_CHECKPOINT_RETIRED_KEYS": f" {GOOD_PUBLIC} , {b64},"})
+    assert s.checkpoint_retired_keys == (GOOD_PUBLIC, b64)
+    assert Settings.from_env({}).checkpoint_retired_keys == ()
+
+
+def test_checkpoints_the_current_private_key_among_the_retired_ones_is_refused(
+        tmp_path: Path) -> None:
+    seed = "11" * 32
+    settings = Settings.from_env({"DATABASE_URL": f"sqlite:///{tmp_path}/loo.db",
+                                  "LOO_CHECKPOINT_KEY": seed,
+                                  "LOO_CHECKPOINT_RETIRED_KEYS": f"{GOOD_PUBLIC},{seed}"})
+    with pytest.raises(ConfigError, match="^LOO_CHECKPOINT_RETIRED_KEYS: entry 2 is the current "
+                                          "checkpoint key's private key"):
+        bootstrap(settings)
+
+
+@pytest.mark.parametrize("args", [("serve", "--port", "0"), ("worker", "--burst"),
+                                  ("audit", "abc"), ("db", "upgrade")])
+def test_checkpoints_a_bad_retired_key_stops_every_entry_point_with_one_line(
+        tmp_path: Path, args: tuple[str, ...]) -> None:
+    # This checkout's code (the console script may be another checkout's editable install).
+    root = str(Path(__file__).resolve().parents[2])
+    result = run_loo(*args, cwd=tmp_path, LOO_CHECKPOINT_RETIRED_KEYS=f"{GOOD_PUBLIC},oops",
+                     REDIS_URL="redis://127.0.0.1:1/0", PYTHONPATH=root)
+    assert_one_line_error(result, "LOO_CHECKPOINT_RETIRED_KEYS")
+    assert "entry 2 ('oops')" in result.stderr
+
+
 def test_db_upgrade_on_the_default_creates_loo_db_in_the_working_directory(
         tmp_path: Path) -> None:
     result = run_loo("db", "upgrade", cwd=tmp_path)

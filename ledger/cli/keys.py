@@ -1,0 +1,94 @@
+"""`loo checkpoint-key show | rotate`: the checkpoint signing key, and its rotation (README
+"Rotating the checkpoint key"). A rotation signs from then on with a new key and keeps the old
+one's public key trusted (LOO_CHECKPOINT_RETIRED_KEYS), so the checkpoints it signed still
+audit and the archives still verify."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+
+import click
+
+RETIRED = "LOO_CHECKPOINT_RETIRED_KEYS"
+
+
+@click.group("checkpoint-key", short_help="Show or rotate the checkpoint signing key.")
+def checkpoint_key_cmd() -> None:
+    """The key that signs checkpoints (LOO_CHECKPOINT_KEY or LOO_CHECKPOINT_KEY_FILE) and the
+    retired keys still trusted (LOO_CHECKPOINT_RETIRED_KEYS), read from the environment as
+    the service reads them. Neither command opens the database."""
+
+
+@checkpoint_key_cmd.command("show")
+def show_cmd() -> None:
+    """One line a key: current or retired, its key_id, its public key (base64, as GET
+    /v1/checkpoints/key gives it). Keep a copy with your backups: a checkpoint's key cannot
+    be recovered from its signature."""
+    from ledger.bootstrap import Settings, checkpoint_signer
+
+    signer = checkpoint_signer(Settings.from_env(), create=False)
+    for key in signer.public()["keys"]:
+        state = "current" if key["current"] else "retired"
+        click.echo(f"{state:<8} {key['key_id']}  {key['public_key']}")
+
+
+@checkpoint_key_cmd.command("rotate")
+def rotate_cmd() -> None:
+    """Make a new checkpoint key and retire the current one.
+
+    With LOO_CHECKPOINT_KEY_FILE (or the default key file) the new key replaces the file's,
+    written whole (mode 0600); with LOO_CHECKPOINT_KEY nothing is written and the new key is
+    printed for you to set. Either way it prints the LOO_CHECKPOINT_RETIRED_KEYS line (the
+    keys retired before, and the current one's public key): set it in every process's
+    environment, then restart them all. Processes still running sign with the old key until
+    then, which stays trusted."""
+    from ledger.app.checkpoints import Signer
+    from ledger.bootstrap import ConfigError, Settings, checkpoint_key_path, checkpoint_signer
+
+    settings = Settings.from_env()
+    old = checkpoint_signer(settings, create=False)
+    seed = os.urandom(32)
+    new = Signer.from_seed(seed)
+    retired = ",".join(raw.hex() for raw in (*old.retired, old.public_bytes))
+    if settings.checkpoint_key:
+        click.echo(f"new checkpoint key {new.key_id}; the current key {old.key_id} is to be "
+                   "retired. Nothing was written (the key is in LOO_CHECKPOINT_KEY).")
+        click.echo("Set these in every process's environment (replacing the old values), "
+                   "then restart them all:")
+        click.echo(f"LOO_CHECKPOINT_KEY={seed.hex()}")
+    else:
+        path = checkpoint_key_path(settings)
+        if path is None:  # an in-memory database: a key of the process alone
+            raise ConfigError("LOO_CHECKPOINT_KEY_FILE: this DATABASE_URL keeps its checkpoint "
+                              "key in memory only: there is no key to rotate")
+        try:
+            _replace(path, seed.hex() + "\n")
+        except OSError as err:
+            raise ConfigError(f"LOO_CHECKPOINT_KEY_FILE: cannot write the new key to {path!r} "
+                              f"({err})") from err
+        click.echo(f"rotated the checkpoint key in {path}: new key {new.key_id}, the old key "
+                   f"{old.key_id} retired.")
+        click.echo("Set this in every process's environment (replacing any earlier value), "
+                   "then restart them all:")
+    click.echo(f"{RETIRED}={retired}")
+
+
+def _replace(path: str, text: str) -> None:
+    """Write `text` to `path` whole (a temporary file beside it, mode 0600, renamed over it):
+    a crash leaves the old key or the new one, never half of one."""
+    target = os.path.abspath(path)
+    fd, part = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".new",
+                                dir=os.path.dirname(target))
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(part, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(part)
+        raise
