@@ -392,6 +392,41 @@ def test_a_seat_asks_for_a_hint_and_plays_it(server, browser):
              .get_attribute("data-version") != version)
 
 
+def test_turn_timers_the_page_counts_the_seconds_down_and_says_the_table_moved_for_the_seat(
+        server, browser):
+    """README "Turn timers": at a table with options.turn_seconds the seat's page says it is
+    on the clock and how many seconds are left, and once the time has run out it says what
+    the table did for the seat. Before, nothing on the page told of a timer: the hand simply
+    vanished under a player who looked away, and the next one was dealt."""
+    url, _ = server
+    seats = [{"name": "Ann"}, {"name": "Bob", "bot": "heuristic"},
+             {"name": "Cat", "bot": "heuristic"}]
+    created = post(f"{url}/v1/tables", {"seats": seats, "first_dealer": 2,  # Ann decides first
+                                        "options": {"turn_seconds": 5}})
+    tid, token = created["id"], created["seats"][0]["token"]
+    browser.get(f"{url}/tables/{tid}#token={token}")
+    clock = wait_for("the turn clock", lambda: (lambda c: c.is_displayed() and c)(
+        browser.find_element(By.ID, "turn-clock")))
+    assert clock.get_attribute("data-seat") == "0"
+    assert clock.text.startswith("Your turn: "), clock.text
+    first = int(clock.get_attribute("data-left"))
+    assert 1 <= first <= 5
+    wait_for("the seconds counted down", lambda: int(browser.find_element(
+        By.ID, "turn-clock").get_attribute("data-left")) < first)
+    settle(browser, "table-turn-clock")
+    notice = wait_for("the notice that the table moved for Ann", lambda: (
+        lambda n: n.is_displayed() and n)(browser.find_element(By.ID, "timed-out")))
+    assert notice.get_attribute("data-seat") == "0" and notice.get_attribute("data-hand") == "1"
+    assert "time ran out for you (5 s a turn), so the table dropped for you" in notice.text
+    events = get(f"{url}/v1/tables/{tid}/events?after=0&limit=500", token)["events"]
+    at = next(i for i, e in enumerate(events) if e["type"] == "turn_timed_out")
+    assert events[at]["data"] == {"seat": 0, "seconds": 5}
+    assert events[at + 1]["type"] == "player_decided"
+    assert events[at + 1]["data"]["seat"] == 0 and events[at + 1]["data"]["choice"] == "drop"
+    settle(browser, "table-turn-timed-out")
+    post(f"{url}/v1/tables/{tid}/close", {}, created["admin_token"])  # no timer left running
+
+
 def test_the_api_docs_are_swagger_ui_served_from_here(server, browser) -> None:
     """/docs is Swagger UI (the pinned flask-swagger-ui package's files, through
     flask-smorest): every operation of the spec is listed, the guides are a click away, and

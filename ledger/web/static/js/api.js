@@ -55,7 +55,7 @@ export async function api(path, { token, method = 'GET', body, headers = {} } = 
   }
   let data = null;
   try { data = await resp.json(); } catch (_) { data = null; }
-  return { ok: resp.ok, status: resp.status, data };
+  return { ok: resp.ok, status: resp.status, data, date: resp.headers.get('Date') };
 }
 
 // A refused request in plain words, from its problem+json.

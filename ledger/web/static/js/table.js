@@ -326,6 +326,8 @@ function render(t) {
   renderLastHand(t);
   renderAdmin(t);
   renderEntry(t);
+  renderClock();
+  readTimers(t);
   $('moves-card').hidden = !!(t.viewer && t.viewer.role === 'spectator');
   const adminToken = sessionStorage.getItem('loo:admin:' + tableId);
   const links = $('table-links');
@@ -651,6 +653,100 @@ $('result-form').addEventListener('submit', (ev) => {
   if (table.scoring !== 'points' && $('result-for-pool').checked) result.for_pool = true;
   enterHand(ev.currentTarget, { result });
 });
+
+// ---- turn timers ----------------------------------------------------------------------------
+// With options.turn_seconds the service acts for a person who lets a turn's seconds pass (it
+// drops where it may, else plays the lowest legal tile; README "Turn timers"). The page says
+// who is on the clock and the seconds left, counted from the turn's first moment (the latest
+// event's recorded_at, set against the server's Date header, so a phone's wrong clock does not
+// matter), and names each move the table made for someone (a `turn_timed_out` event and the
+// move after it): without that, a hand vanished under a player who had looked away.
+
+const TIMER_MOVES = ['player_decided', 'tile_played', 'tiles_discarded'];
+let timersRead = null; // the version up to which the events were read for timeouts
+let clock = null; // {version, seat, deadline}: the deadline in this browser's clock (ms)
+let ticking = null;
+let noteVersion = 0; // the turn_timed_out event the notice names
+
+function turnSeconds(t) { return (t && t.options && t.options.turn_seconds) || null; }
+
+// The person to act who is on the clock (never a bot, nor a recorded or results table).
+function onTheClock(t) {
+  const hand = t && t.hand;
+  if (!turnSeconds(t) || t.status !== 'playing' || !hand || hand.mode !== 'shuffled') return null;
+  if (['complete', 'dealing'].includes(hand.phase) || hand.turn === null || hand.turn === undefined) return null;
+  const seat = t.seats[hand.turn];
+  return seat && !seat.bot ? hand.turn : null;
+}
+
+function isMe(t, seat) { return !!(t.viewer && t.viewer.role === 'seat' && t.viewer.seat === seat); }
+
+function timedOutText(t, events) {
+  const at = events.map((e) => e.type).lastIndexOf('turn_timed_out');
+  if (at < 0) return null;
+  const e = events[at];
+  const seat = e.data.seat;
+  const move = events.slice(at + 1).find((x) => TIMER_MOVES.includes(x.type) && x.data && x.data.seat === seat);
+  const d = move ? move.data : {};
+  let what = 'moved';
+  if (move && move.type === 'player_decided') what = d.choice === 'drop' ? 'dropped' : `chose to ${d.choice}`;
+  else if (move && move.type === 'tile_played') what = `played ${d.tile}`;
+  else if (move && move.type === 'tiles_discarded') what = Array.isArray(d.tiles) ? `discarded ${d.tiles.join(' ')}` : 'discarded';
+  const mine = isMe(t, seat);
+  return { seat, version: e.version, hand: e.hand, text: `Hand ${e.hand}: time ran out for ${mine ? 'you' : seatName(t, seat)} `
+    + `(${e.data.seconds} s a turn), so the table ${what} for ${mine ? 'you' : 'them'}.` };
+}
+
+async function readTimers(t) {
+  const seconds = turnSeconds(t);
+  if (!seconds || (timersRead !== null && t.version <= timersRead)) return;
+  const after = timersRead === null ? t.version - 1 : Math.max(timersRead, t.version - 100);
+  timersRead = t.version;
+  const r = await api(`/v1/tables/${tableId}/events?after=${Math.max(0, after)}&limit=100`, { token });
+  if (!r.ok) return;
+  const events = r.data.events || [];
+  const note = timedOutText(t, events);
+  if (note && note.version > noteVersion) {  // an older read answering late changes nothing
+    noteVersion = note.version;
+    const box = $('timed-out');
+    box.textContent = note.text;
+    box.dataset.seat = note.seat;
+    box.dataset.hand = note.hand;
+    box.hidden = false;
+  }
+  const head = events[events.length - 1];
+  const seat = onTheClock(t);
+  if (head && head.version === t.version && seat !== null && table === t) {
+    const server = Date.parse(r.date || '');  // whole seconds: the middle of that second
+    const offset = Number.isNaN(server) ? 0 : server + 500 - Date.now();
+    clock = { version: t.version, seat, deadline: Date.parse(head.recorded_at) + seconds * 1000 - offset };
+    renderClock();
+  }
+}
+
+function renderClock() {
+  const box = $('turn-clock');
+  const t = table;
+  const seat = onTheClock(t);
+  if (seat === null || !clock || clock.version !== t.version) {
+    box.hidden = true;
+    if (ticking) { clearInterval(ticking); ticking = null; }
+    return;
+  }
+  const seconds = turnSeconds(t);
+  const left = Math.max(0, Math.min(seconds, Math.ceil((clock.deadline - Date.now()) / 1000)));
+  const mine = isMe(t, seat);
+  box.textContent = left === 0
+    ? `Time is up for ${mine ? 'you' : seatName(t, seat)}: the table moves for ${mine ? 'you' : 'them'} now.`
+    : mine ? `Your turn: ${left} s left (${seconds} s a turn), then the table moves for you (it drops where it may).`
+      : `${seatName(t, seat)} has ${left} s left to move (${seconds} s a turn).`;
+  box.dataset.seat = seat;
+  box.dataset.left = left;
+  if (left <= 5) box.dataset.urgent = ''; else delete box.dataset.urgent;
+  if (mine) box.dataset.mine = ''; else delete box.dataset.mine;
+  box.hidden = false;
+  if (!ticking) ticking = setInterval(renderClock, 250);
+}
 
 // ---- live updates ----------------------------------------------------------------------------
 // The table's SSE feed (sse.js): each event refreshes the table view (the API redacts it
