@@ -640,6 +640,50 @@ def test_a_results_hand_replays_as_verified_and_a_voided_one_says_so(server, bro
     settle(browser, "replay-results-voided")
 
 
+@pytest.mark.parametrize("scoring", ["pool", "points"])
+def test_a_hand_won_without_play_is_told_in_words_not_codes(server, browser, scoring):
+    """RULES §8 (a dealer whom everyone else leaves wins without play): the replay's
+    settlement said "dealer_ante" and "pool_award" (and "pool" where every other page says
+    "Pool"), a points game's "won_without_play" showed raw on the table, replay and chips
+    pages (the table page read "won without_play" for chips reasons with two underscores),
+    and a results hand's replay began "Hand 1 starts; Ann deals. Commitment …", a
+    commitment of nothing: such a hand is dealt by hand and has none."""
+    url, _ = server
+    created = post(f"{url}/v1/tables", {"deal": "results", "scoring": scoring, "first_dealer": 0,
+                                        "seats": [{"name": n} for n in ("Ann", "Bob", "Cat")]})
+    tid, admin = created["id"], created["admin_token"]
+    post(f"{url}/v1/tables/{tid}/hands", {"result": {
+        "decisions": {"0": "play", "1": "drop", "2": "drop"}}}, admin)
+    book = get(f"{url}/v1/tables/{tid}/ledger", admin)
+    codes = {t["reason"] for t in book.get("transfers", []) + book.get("scores", [])}
+    assert codes == ({"ante", "dealer_ante", "pool_award"} if scoring == "pool"
+                     else {"won_without_play"})  # the premise: reasons with underscores
+    words = {c.replace("_", " ") for c in codes}
+
+    def shown(css: str) -> set[str]:
+        return {td.text for td in browser.find_elements(By.CSS_SELECTOR, css)}
+
+    browser.get(f"{url}/tables/{tid}/hands/1/replay#token={admin}&step=1")
+    wait_for("step 1", lambda: browser.find_element(By.ID, "step-label").get_attribute(
+        "data-step") == "1")
+    assert browser.find_element(By.ID, "event").text == "Hand 1 starts; Ann deals."
+    browser.find_element(By.TAG_NAME, "body").send_keys(Keys.END)
+    wait_for("the settlement", lambda: browser.find_elements(By.CSS_SELECTOR, "#settlement tr td"))
+    reasons = shown("#settlement tr td:last-child")
+    assert reasons == words, reasons
+    if scoring == "pool":
+        assert "Pool" in shown("#settlement tr td") and "pool" not in shown("#settlement tr td")
+    assert "_" not in browser.find_element(By.ID, "settlement").text
+    settle(browser, f"replay-won-without-play-{scoring}")
+    browser.get(f"{url}/tables/{tid}#token={admin}")
+    wait_for("the last hand", lambda: browser.find_element(By.ID, "last-hand-card").is_displayed())
+    assert shown("#last-hand tr td:last-child") == words - {"ante", "dealer ante"}
+    browser.get(f"{url}/tables/{tid}/chips#token={admin}")
+    wait_for("who paid whom", lambda: browser.find_elements(By.CSS_SELECTOR, "#flows tr td"))
+    assert shown("#flows tr td:last-child") == words
+    settle(browser, f"chips-won-without-play-{scoring}")
+
+
 def test_the_admin_replaying_a_hand_in_play_is_told_not_yet_not_failed(server, browser):
     """The admin may replay a hand in play, whose seed is revealed only at its end: the page
     said the record does not verify (no seed revealed, and the deal's hash not recomputable

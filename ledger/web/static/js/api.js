@@ -95,6 +95,12 @@ export function backEl() {
   return el('span', { class: 'tile back', 'aria-label': 'hidden tile' });
 }
 
+// A ledger entry's reason as words: `dealer_ante` is "dealer ante", `won_without_play`
+// "won without play" (the codes are the API's; a page shows no identifier).
+export function reasonText(reason) {
+  return String(reason ?? '').replace(/_/g, ' ');
+}
+
 export function seatName(table, seat) {
   const s = (table.seats || [])[seat];
   return s ? s.name : 'seat ' + seat;

@@ -1,4 +1,4 @@
-import { api, el, fatal, seatName, tokenFor } from './api.js';
+import { api, el, fatal, reasonText, seatName, tokenFor } from './api.js';
 import { followTable } from './sse.js';
 
 const root = document.getElementById('chips-app');
@@ -68,12 +68,12 @@ function flows(ledger, hand, names, points) {
   const table = $('flows');
   if (points) {
     table.replaceChildren(el('tr', {}, el('th', {}, 'Player'), el('th', {}, 'Points'), el('th', {}, 'Why')),
-      ...scores.map((s) => el('tr', {}, el('td', {}, names['seat:' + s.seat]), el('td', {}, s.delta), el('td', {}, s.reason))));
+      ...scores.map((s) => el('tr', {}, el('td', {}, names['seat:' + s.seat]), el('td', {}, s.delta), el('td', {}, reasonText(s.reason)))));
     return;
   }
   table.replaceChildren(el('tr', {}, el('th', {}, 'From'), el('th', {}, 'To'), el('th', {}, 'Chips'), el('th', {}, 'Why')),
     ...rows.map((t) => el('tr', { dataset: { from: t.from, to: t.to, amount: t.amount } },
-      el('td', {}, names[t.from]), el('td', {}, names[t.to]), el('td', {}, t.amount), el('td', {}, t.reason.replace('_', ' ')))));
+      el('td', {}, names[t.from]), el('td', {}, names[t.to]), el('td', {}, t.amount), el('td', {}, reasonText(t.reason)))));
 }
 
 // The table and its ledger read again and drawn afresh: at the start, then whenever the

@@ -1,4 +1,4 @@
-import { api, el, fatal, fragmentParams, problemText, seatName, tileEl, tokenFor } from './api.js';
+import { api, el, fatal, fragmentParams, problemText, reasonText, seatName, tileEl, tokenFor } from './api.js';
 import { followTable } from './sse.js';
 import { checkChain, checkDeal, selfTest } from './verify.js';
 
@@ -35,8 +35,10 @@ function describe(e) {
   const d = e.data || {};
   const who = d.seat !== undefined ? seatName(table, d.seat) : '';
   switch (e.type) {
-    case 'hand_started': return `Hand ${d.number} starts; ${seatName(table, d.dealer)} deals. Commitment ${String(d.commitment || '').slice(0, 16)}…`;
-    case 'stake_posted': return `${who} put ${d.amount} in the pool (${d.reason.replace('_', ' ')}).`;
+    // A recorded or results hand is dealt by hand: no seed, so no commitment to show.
+    case 'hand_started': return `Hand ${d.number} starts; ${seatName(table, d.dealer)} deals.`
+      + (d.commitment ? ` Commitment ${String(d.commitment).slice(0, 16)}…` : '');
+    case 'stake_posted': return `${who} put ${d.amount} in the pool (${reasonText(d.reason)}).`;
     case 'tiles_dealt': return 'The tiles are dealt.';
     case 'trump_turned': return `The turn-up is ${d.tile}: ${SUITS[d.trump] ?? d.trump} are trumps.`;
     case 'player_decided': return `${who} decided to ${d.choice}${d.for_pool ? ' for the pool' : ''}${d.take_turn_up ? ', taking the turn-up' : ''}.`;
@@ -97,19 +99,19 @@ function render(r) {
       box.append(el('h3', {}, 'Settlement'), el('table', { class: 'data', id: 'settlement-scores' },
         el('tr', {}, el('th', {}, 'Player'), el('th', {}, 'Points'), el('th', {}, 'Why')),
         mine.map((t) => el('tr', { dataset: { seat: t.seat, delta: t.delta } }, el('td', {}, seatName(table, t.seat)),
-          el('td', {}, t.delta), el('td', {}, t.reason)))));
+          el('td', {}, t.delta), el('td', {}, reasonText(t.reason))))));
     } else if (mine.length) {
       box.append(el('h3', {}, 'Settlement'), el('table', { class: 'data' },
         el('tr', {}, el('th', {}, 'From'), el('th', {}, 'To'), el('th', {}, 'Chips'), el('th', {}, 'Why')),
         mine.map((t) => el('tr', {}, el('td', {}, account(t.from)), el('td', {}, account(t.to)),
-          el('td', {}, t.amount ?? t.delta), el('td', {}, t.reason)))));
+          el('td', {}, t.amount ?? t.delta), el('td', {}, reasonText(t.reason))))));
     }
   }
 }
 
 function account(a) {
   if (a === undefined) return '';
-  return a === 'pool' ? 'pool' : seatName(table, Number(String(a).split(':')[1]));
+  return a === 'pool' ? 'Pool' : seatName(table, Number(String(a).split(':')[1]));
 }
 
 // Where the viewer is, of how many steps. A hand in play gains steps while it is watched

@@ -1,4 +1,4 @@
-import { api, backEl, el, fatal, newKey, problemText, seatName, tileEl, tokenFor } from './api.js';
+import { api, backEl, el, fatal, newKey, problemText, reasonText, seatName, tileEl, tokenFor } from './api.js';
 import { wireCopyButtons } from './copy.js';
 import { followTable } from './sse.js';
 
@@ -302,9 +302,9 @@ async function renderLastHand(t) {
   const voided = voidedHands(book);
   const who = (a) => (a === 'pool' ? 'Pool' : seatName(t, Number(String(a).split(':')[1])));
   const rows = (book.transfers || []).filter((x) => x.hand === done && !['ante', 'dealer_ante'].includes(x.reason))
-    .map((x) => el('tr', { dataset: { reason: x.reason } }, el('td', {}, who(x.from)), el('td', {}, '→ ' + who(x.to)), el('td', {}, x.amount), el('td', {}, x.reason.replace('_', ' '))));
+    .map((x) => el('tr', { dataset: { reason: x.reason } }, el('td', {}, who(x.from)), el('td', {}, '→ ' + who(x.to)), el('td', {}, x.amount), el('td', {}, reasonText(x.reason))));
   const scores = (book.scores || []).filter((x) => x.hand === done)
-    .map((x) => el('tr', { dataset: { reason: x.reason } }, el('td', {}, seatName(t, x.seat)), el('td', {}, ''), el('td', {}, x.delta), el('td', {}, x.reason)));
+    .map((x) => el('tr', { dataset: { reason: x.reason } }, el('td', {}, seatName(t, x.seat)), el('td', {}, ''), el('td', {}, x.delta), el('td', {}, reasonText(x.reason))));
   const mark = voided.has(done) ? ' (voided: every entry given back)' : '';
   // A points game's ledger has `transfers` too (empty): the table's scoring decides.
   $('last-hand-title').textContent = (t.scoring === 'points' ? `Hand ${done}: points` : `Hand ${done}: where the chips went`) + mark;
