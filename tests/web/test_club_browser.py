@@ -621,6 +621,47 @@ def test_club_pages_fit_a_phone_width_screen(club, season_table, browser):  # no
         browser.set_window_size(1100, 1300)
 
 
+@pytest.mark.parametrize("role", ["owner", "viewer"])
+def test_the_club_tables_ways_in_are_in_view_on_a_phone(
+        club, members, browser, role):  # noqa: F811
+    """At 390 px the tables list scrolled sideways inside its box with the Open column (Admin
+    view or Spectator view, and Chips) past its right edge, behind the season, game and
+    hands: a phone showed a list of tables and no way into any. The season and hands (the
+    filters' to say) give way there, the date and the links wrap, and every link is in view."""
+    base, cid, token = club["url"], club["id"], club["token"]
+    own = ok(base, "POST", f"/v1/clubs/{cid}/members", token, {"name": f"Phone {role}"})["id"]
+    made = ok(base, "POST", f"/v1/clubs/{cid}/tables", token, {
+        "deal": "results", "first_dealer": 0,
+        "seats": [{"member": own}, {"member": members[1]}, {"member": members[3]}]})
+    opener = token if role == "owner" else ok(base, "POST", f"/v1/clubs/{cid}/tokens", token, {
+        "role": "viewer", "label": "phone"})["token"]
+    browser.set_window_size(390, 844)
+    try:
+        browser.get(f"{base}/docs/rules")
+        browser.execute_script("sessionStorage.setItem(arguments[0], arguments[1])",
+                               f"loo:club:{cid}", opener)
+        browser.get(f"{base}/clubs/{cid}/tables")
+        wait_for("the member filter", lambda: browser.find_element(
+            By.CSS_SELECTOR, f"#filter-member option[value='{own}']")).click()
+        wait_for("only that member's table", lambda: browser.find_element(
+            By.CSS_SELECTOR, "#tables tbody").get_attribute("data-loaded") == f"member={own}")
+        rows = browser.find_elements(By.CSS_SELECTOR, "#tables tbody tr")
+        assert [r.get_attribute("data-table") for r in rows] == [made["id"]]
+        box = "document.querySelector('#tables').parentElement"
+        assert browser.execute_script(f"return {box}.scrollWidth - {box}.clientWidth") <= 0
+        edge = browser.execute_script(f"return {box}.getBoundingClientRect().right")
+        links = rows[0].find_elements(By.CSS_SELECTOR, "td.actions a")
+        view = "Admin view" if role == "owner" else "Spectator view"
+        assert [a.text.replace("\n", " ") for a in links] == [view, "Chips"]
+        for a in links:
+            assert a.is_displayed()
+            assert browser.execute_script(
+                "return arguments[0].getBoundingClientRect().right", a) <= edge, a.text
+        settle(browser, f"club-phone-tables-{role}")
+    finally:
+        browser.set_window_size(1100, 1300)
+
+
 def test_a_club_is_created_and_opened_from_the_home_page(server, browser):  # noqa: F811
     base = server["url"]
     browser.get(base + "/")

@@ -30,7 +30,7 @@ async function load() {
   showProblem('');
   const view = canWrite(club) ? 'Admin view' : 'Spectator view';
   body.replaceChildren(...r.items.slice().reverse().map((t) => el('tr', { dataset: { table: t.id, status: t.status } },
-    el('td', {}, when(t.created_at)),
+    el('td', {}, ...when(t.created_at).split(' ').map((part, i) => [i ? ' ' : '', el('span', { class: 'when' }, part)])),
     el('td', {}, t.seats.map((s) => s.name).join(', ')),
     el('td', {}, t.season ? (seasonNames[t.season] || t.season) : '–'),
     el('td', {}, `${t.variant === 'rounce' ? 'Rounce' : 'Loo'}, ${t.scoring}`),
