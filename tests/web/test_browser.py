@@ -854,6 +854,44 @@ def test_the_admin_enters_a_recorded_deal_through_the_form_and_the_hand_begins(
     settle(browser, "table-recorded-dealt")
 
 
+def test_s3_a_deal_refused_for_a_tile_entered_twice_marks_both_places(server, browser):
+    """RULES §3 (each of the 28 tiles is dealt once): the refusal names the tile and where it
+    was entered ("6-6 appears twice in the deal (in seat 0's hand and in seat 1's hand)")
+    but has no `field`, and the deal form marked no box at all (the turn-up, named in the
+    detail with a seat, was looked for as a seat's box). Both places are marked now."""
+    url, _ = server
+    created = post(f"{url}/v1/tables", {"deal": "recorded", "first_dealer": 0, "seats": [
+        {"name": "Ann"}, {"name": "Bob"}, {"name": "Cat"}]})
+    browser.get(f"{url}/tables/{created['id']}#token={created['admin_token']}")
+    wait_for("the deal form", lambda: browser.find_element(By.ID, "deal-form").is_displayed())
+    deal = {"0": "6-6 6-5 6-4 6-3 6-2", "1": "6-6 6-0 5-5 5-4 5-3", "2": "5-2 5-1 5-0 4-4 4-3"}
+    for seat, tiles in deal.items():
+        browser.find_element(By.ID, f"deal-hand-{seat}").send_keys(tiles)
+    browser.find_element(By.ID, "deal-turn-up").send_keys("3-1" + Keys.ENTER)
+
+    def marked() -> set[str]:
+        return {box.get_attribute("id") for box in browser.find_elements(
+            By.CSS_SELECTOR, "#deal-form [aria-invalid=true]")}
+
+    wait_for("the refusal", lambda: "appears twice" in browser.find_element(
+        By.ID, "deal-problem").text)
+    assert marked() == {"deal-hand-0", "deal-hand-1"}
+    problem = browser.find_element(By.ID, "deal-problem")
+    assert problem.text.startswith("Not recorded: Hands: 6-6 appears twice in the deal (in "
+                                   "seat 0's hand and in seat 1's hand)"), problem.text
+    settle_after_refusal(browser, "table-recorded-deal-twice")
+    bob = browser.find_element(By.ID, "deal-hand-1")
+    bob.clear()
+    bob.send_keys("6-1 6-0 5-5 5-4 5-3")
+    turn_up = browser.find_element(By.ID, "deal-turn-up")
+    turn_up.clear()
+    turn_up.send_keys("6-6" + Keys.ENTER)
+    wait_for("the turn-up refused", lambda: "as the turn-up" in browser.find_element(
+        By.ID, "deal-problem").text)
+    assert marked() == {"deal-hand-0", "deal-turn-up"}
+    browser.get_log("browser")  # the 422s themselves: expected here
+
+
 def settle_after_refusal(driver: Any, name: str) -> None:
     """A screenshot of a refusal shown in place: the refused request (a 422) is the one
     thing the browser may log."""

@@ -552,15 +552,23 @@ function renderEntry(t) {
 }
 
 // Where a problem+json points: [field, seat] pairs, from its `field`, the paths of its
-// schema `errors`, a seat named in its detail, or else the first field its detail names.
+// schema `errors`, the seats named in its detail (each of them, for a field that has one box
+// a seat), the places a deal's repeated tile was entered ("in seat 0's hand and as the
+// turn-up": the refusal has no `field`, and nothing was marked), or else the first field its
+// detail names.
+const PER_SEAT = new Set(['hands', 'decisions', 'tricks']);
 function problemFields(d) {
   const found = [];
-  const seatIn = /\bseat (\d)\b/.exec(d.detail || '');
+  const detail = d.detail || '';
+  const seatsOf = (re) => [...new Set([...detail.matchAll(re)].map((m) => Number(m[1])))];
+  const seatsIn = seatsOf(/\bseat (\d)\b/g);
   const add = (path) => {
     const parts = path.filter((p) => p !== 'result' && p !== 'value');
     if (!parts.length || !(parts[0] in FIELD_LABELS)) return;
-    const seat = /^\d$/.test(parts[1] || '') ? Number(parts[1]) : seatIn ? Number(seatIn[1]) : null;
-    found.push([parts[0], seat]);
+    if (!PER_SEAT.has(parts[0])) found.push([parts[0], null]);  // one box: the turn-up
+    else if (/^\d$/.test(parts[1] || '')) found.push([parts[0], Number(parts[1])]);
+    else if (seatsIn.length) for (const seat of seatsIn) found.push([parts[0], seat]);
+    else found.push([parts[0], null]);
   };
   const walk = (node, path) => {
     if (Array.isArray(node) || typeof node !== 'object' || node === null) { add(path); return; }
@@ -569,7 +577,12 @@ function problemFields(d) {
   if (d.field) add([d.field]);
   if (d.errors && d.errors.json) walk(d.errors.json, []);
   if (!found.length) {
-    const named = Object.keys(FIELD_LABELS).find((f) => new RegExp(`\\b${f.replace('_', '[_ -]')}\\b`, 'i').test(d.detail || ''));
+    const hands = seatsOf(/\bseat (\d)'s hand\b/g);
+    for (const seat of hands) found.push(['hands', seat]);
+    if (hands.length && /\bas the turn-up\b/.test(detail)) found.push(['turn_up', null]);
+  }
+  if (!found.length) {
+    const named = Object.keys(FIELD_LABELS).find((f) => new RegExp(`\\b${f.replace('_', '[_ -]')}\\b`, 'i').test(detail));
     if (named) add([named]);
   }
   return found;
