@@ -71,7 +71,10 @@ def get(url: str, token: str) -> Any:
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     cwd = tmp_path_factory.mktemp("web-serve")
     db = cwd / "loo.db"
-    with serving(cwd=cwd, DATABASE_URL=f"sqlite:///{db}") as url:
+    # Keep-alives every second: a stream whose page went away (each page closes its stream
+    # when left) is noticed, and its slot freed, within a second or two, as pages come and go
+    # quickly here (the server holds 32 streams at most; it learns of a closed one by writing).
+    with serving(cwd=cwd, DATABASE_URL=f"sqlite:///{db}", LOO_SSE_KEEPALIVE="1") as url:
         yield url, db
 
 
@@ -425,6 +428,39 @@ def test_turn_timers_the_page_counts_the_seconds_down_and_says_the_table_moved_f
     assert events[at + 1]["data"]["seat"] == 0 and events[at + 1]["data"]["choice"] == "drop"
     settle(browser, "table-turn-timed-out")
     post(f"{url}/v1/tables/{tid}/close", {}, created["admin_token"])  # no timer left running
+
+
+def test_pages_left_behind_keep_no_stream_open_so_the_next_page_loads_at_once(server, browser):
+    """A page left for another (any navigation) stays in the browser's back/forward cache,
+    and its SSE stream stayed open there. A browser keeps six connections to a host, so the
+    seventh table page opened within a minute waited 59 s before it even loaded: a scorer
+    clicking between a table, its chips, its replays and the club's pages met it, and so did
+    this suite (a test took a minute now and then). A page now closes its stream when it is
+    hidden and follows the table again, from its last event, when it is shown again."""
+    url, _ = server
+    tables = [post(f"{url}/v1/tables", {"first_dealer": 0, "seats": [
+        {"name": "Ann"}, {"name": "Bob"}]}) for _ in range(8)]
+    for i, t in enumerate(tables, 1):
+        start = time.monotonic()
+        browser.get(f"{url}/tables/{t['id']}#token={t['admin_token']}")
+        wait_for(f"page {i} following its table", lambda: browser.find_element(
+            By.ID, "live").get_attribute("data-live") == "stream")
+        took = time.monotonic() - start
+        assert took < 10, f"page {i} took {took:.1f} s to load and follow its table"
+    # Back to the page before (from the cache): it follows its table again, live.
+    browser.back()
+    t = tables[-2]
+    wait_for("the page before", lambda: t["id"] in browser.current_url and browser.find_element(
+        By.ID, "live").get_attribute("data-live") == "stream")
+    version = browser.find_element(By.ID, "summary").get_attribute("data-version")
+    view = get(f"{url}/v1/tables/{t['id']}", t["admin_token"])
+    post(f"{url}/v1/tables/{t['id']}/actions",
+         view["legal_actions"][0] | {"expected_version": view["version"]}, t["admin_token"])
+    start = time.monotonic()
+    wait_for("the move shown", lambda: browser.find_element(By.ID, "summary").get_attribute(
+        "data-version") != version)
+    assert time.monotonic() - start < 5  # by the stream, not the 15 s poll
+    settle(browser, "table-after-back")
 
 
 def test_the_api_docs_are_swagger_ui_served_from_here(server, browser) -> None:

@@ -30,6 +30,24 @@ export function follow({ url, token, lastId = null, onEvent, badge = null, what 
   }
   show('poll');
 
+  // A page the browser keeps in its back/forward cache when it is left (any navigation away)
+  // kept its stream open there, and a browser has six connections to a host: the seventh page
+  // opened within a minute or so waited for one (59 s measured) before it even loaded. The
+  // stream is closed when the page is hidden (pagehide) and followed again, from its last
+  // event, when the page is shown again from that cache (pageshow, persisted).
+  let controller = null;
+  let hidden = false;
+  let shown = null; // resolves when a hidden page is shown again
+  window.addEventListener('pagehide', () => {
+    hidden = true;
+    if (controller) controller.abort();
+  });
+  window.addEventListener('pageshow', (ev) => {
+    if (!ev.persisted || !hidden) return;
+    hidden = false;
+    if (shown) { shown(); shown = null; }
+  });
+
   function frameDone(frame) {
     if (frame.id !== null) state.lastId = frame.id;
     if (!frame.data.length && !frame.event) return;
@@ -51,10 +69,11 @@ export function follow({ url, token, lastId = null, onEvent, badge = null, what 
     const headers = { Accept: 'text/event-stream', Authorization: 'Bearer ' + token };
     if (state.lastId !== null) headers['Last-Event-ID'] = state.lastId;
     let resp;
+    controller = new AbortController();
     try {
-      resp = await fetch(url, { headers, cache: 'no-store' });
+      resp = await fetch(url, { headers, cache: 'no-store', signal: controller.signal });
     } catch (_) {
-      return 'unavailable';
+      return hidden ? 'hidden' : 'unavailable';
     }
     const type = resp.headers.get('content-type') || '';
     if (resp.status === 503) {
@@ -89,15 +108,20 @@ export function follow({ url, token, lastId = null, onEvent, badge = null, what 
         }
       }
     } catch (_) {
-      return 'unavailable';
+      return hidden ? 'hidden' : 'unavailable';
     }
   }
 
   (async () => {
     let failures = 0;
     for (;;) {
-      const how = await once();
+      const how = hidden ? 'hidden' : await once();
       if (how === 'ended') { failures = 0; continue; }  // the server's time limit: resume
+      if (how === 'hidden') {  // left for another page: resume once shown again, if ever
+        await new Promise((resolve) => { shown = resolve; if (!hidden) resolve(); });
+        failures = 0;
+        continue;
+      }
       show('poll', how);
       if (how === 'refused') return;
       failures += 1;
