@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -11,9 +12,13 @@ from typing import Any
 import click
 
 from ledger.app.clubs import Clubs
+from ledger.cli.output import require_stdout, show_once
 from ledger.core import club as cl
 from ledger.core.errors import LedgerError
 from ledger.store.base import StoreError
+
+# A NUL, or a lone surrogate: what an argument's bytes that are not UTF-8 decode to.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 STANDINGS_FIELDS = ("rank", "member", "name", "tables", "hands", "chips", "points",
                     "games_won", "tricks", "loos", "looed_chips")
@@ -47,6 +52,10 @@ def _valid(schema: str, body: dict[str, Any], hints: dict[str, str]) -> None:
         field, said = next(iter(err.normalized_messages().items()))
         text = "; ".join(str(m).rstrip(".") for m in said) if isinstance(said, list) else str(said)
         raise click.BadParameter(text, param_hint=hints.get(field, field)) from None
+    for field, value in body.items():  # what the API refuses as invalid_text (a 500 here)
+        if isinstance(value, str) and _UNSTORABLE.search(value):
+            raise click.BadParameter("text may not hold a NUL character or bytes that are "
+                                     "not UTF-8", param_hint=hints.get(field, field))
 
 
 @click.group("club", short_help="Clubs: create one, add and list its members.")
@@ -59,10 +68,11 @@ def club_cmd() -> None:
 def create_cmd(name: str) -> None:
     """Create club NAME; prints its id and the first owner token (shown once)."""
     _valid("ClubIn", {"name": name}, {"name": "NAME"})
+    require_stdout("the owner token")
     with _clubs() as clubs:
         loaded, token = clubs.create(name.strip(), None, None)
-    click.echo(f"club {loaded.id} ({loaded.club.name})")
-    click.echo(f"owner token (shown once, keep it): {token}")
+    show_once([f"club {loaded.id} ({loaded.club.name})",
+               f"owner token (shown once, keep it): {token}"], f"club {loaded.id}")
 
 
 @club_cmd.group("members", short_help="Add and list a club's members.")
@@ -81,7 +91,7 @@ def members_add(club_id: str, name: str, external_id: str | None) -> None:
     with _clubs() as clubs:
         mid = clubs.new_id("mem_", f"member|{club_id}", None)
         clubs.execute(club_id, lambda c: cl.join(c, mid, name.strip(), external_id))
-    click.echo(mid)
+    show_once([mid], f"member {mid} of {club_id}")  # added twice if run again
 
 
 @members_cmd.command("list")

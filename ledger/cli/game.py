@@ -11,6 +11,7 @@ import click
 
 from ledger.app.service import Ledger
 from ledger.app.views import Viewer, table_view
+from ledger.cli.output import PIPE_CLOSED, silence_stdout, why
 from ledger.cli.record import plural, render_hand, trick_line
 from ledger.core import commands as c
 from ledger.core.errors import LedgerError
@@ -284,6 +285,14 @@ def play_cmd(players: int, variant: str, scoring: str | None, bot: str, name: st
     table is closed: a hand left unfinished is recorded as abandoned (§8.8).
     Then `loo replay TABLE N` shows hand N and `loo audit TABLE` checks it all.
     """
+    if variant == "rounce" and scoring == "pool":  # a usage error, as `loo tournament` says
+        raise click.BadParameter("Domino Rounce is always scored in points (§9)",
+                                 param_hint="'--scoring'")
+    for stream, said in ((sys.stdin, "input is closed: your moves are read from it"),
+                         (sys.stdout, "output is closed: the table is shown there")):
+        if stream is None:  # (`loo play <&-`): the table would be made and left waiting
+            click.echo(f"error: standard {said}; nothing was created", err=True)
+            raise SystemExit(2)
     led = _ledger()
     seats = ((name, None),) + tuple((f"Bot {i}", bot) for i in range(1, players))
     try:
@@ -308,33 +317,30 @@ def play_cmd(players: int, variant: str, scoring: str | None, bot: str, name: st
     except KeyboardInterrupt:
         click.echo()
         ending, status = "interrupted", 130
-    except BrokenPipeError:
+    except OSError as err:
         # The reader left (`loo play | head`): close the table like a quit, with nothing
         # more to print and the status of a process whose pipe closed (128 + SIGPIPE).
-        _silence_stdout()
-        ending, status = "output closed", 141
+        # Another failure of the terminal or the output (a full disk): the same, said in
+        # one line on standard error, status 1.
+        silence_stdout()
+        ending, status = "output closed", _failed(err, table_id)
     try:
         _finish(led, table_id, ending)
         sys.stdout.flush()  # a closed pipe shows here, not at exit where nothing can close
-    except BrokenPipeError:
-        _silence_stdout()
+    except OSError as err:
+        silence_stdout()
         if led.load(table_id).table.status == "playing":
             _finish(led, table_id, ending)
-        status = status or 141
+        status = status or _failed(err, table_id)
     sys.exit(status)
 
 
-def _silence_stdout() -> None:
-    """Send what is left to print to /dev/null: the pipe it went to is closed."""
-    import os
-
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):  # not a real file descriptor (a test runner's buffer)
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives until exit
-    finally:
-        os.close(devnull)
+def _failed(err: OSError, table_id: str) -> int:
+    """The exit status for an input or output error, said on stderr unless a pipe closed."""
+    if isinstance(err, BrokenPipeError):
+        return PIPE_CLOSED
+    click.echo(f"error: cannot go on: {why(err)}; table {table_id} is closed", err=True)
+    return 1
 
 
 def _play(led: Ledger, table_id: str, max_hands: int) -> str:

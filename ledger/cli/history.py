@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -11,6 +12,8 @@ from typing import IO, Any
 
 import click
 import orjson
+
+from ledger.cli.output import require_stdout, show_once
 
 
 def _progress(total: int | None, label: str) -> Any:
@@ -80,8 +83,21 @@ def keyring_of(key_texts: tuple[str, ...], keys_files: tuple[str, ...]) -> Any:
         raise click.BadParameter(str(err), param_hint="--key") from None
 
 
+class _Input(click.File):
+    """A file to read, "-" being standard input, which may be closed (`loo verify - <&-`):
+    then a usage error saying so, where click stopped on a RuntimeError."""
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        try:
+            return super().convert(value, param, ctx)
+        except RuntimeError:  # click found no binary stream for "-"
+            self.fail("standard input is closed: name a file, or give - some input",
+                      param, ctx)
+
+
 @click.command("verify", short_help="Verify loo-hh files offline; exit 1 on the first failure.")
-@click.argument("file", type=click.File("rb"))
+@click.argument("file", type=_Input("rb"))
 @click.option("--key", "key_texts", multiple=True, metavar="PUBLIC_KEY",
               help="a checkpoint public key of the service (base64 or hex, from "
                    "GET /v1/checkpoints/key): checkpoint signatures are checked too, each with "
@@ -137,19 +153,44 @@ def _whole_file(path: str) -> Iterator[IO[bytes]]:
     """Standard output for "-"; otherwise a file written whole or not at all: the lines go
     to a temporary file beside it, which takes its name only when the export is complete.
     Interrupted (Ctrl-C, a lost database), the temporary file is removed: a partial export
-    would still verify, hand by hand, as a shorter history."""
+    would still verify, hand by hand, as a shorter history. What is not a regular file (a
+    device such as /dev/stdout or /dev/null, a named pipe) is written to as it is: renaming
+    a file onto it would replace the device or pipe itself. A symbolic link to a file has
+    the file it names replaced, and stays a link."""
     if path == "-":
         with click.open_file("-", "wb") as stdout:
             yield stdout
+            stdout.flush()  # a full disk is the export's error, before it says it is done
         return
-    target = os.path.abspath(path)
-    fd, part = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".part",
-                                dir=os.path.dirname(target))
+    def unwritable(err: OSError, where: str) -> click.BadParameter:
+        return click.BadParameter(f"cannot write {path!r} ({where}: {err.strerror})",
+                                  param_hint="'-o' / '--output'")
+
+    try:
+        is_file = stat.S_ISREG(os.stat(path).st_mode)
+    except FileNotFoundError:
+        is_file = True  # a new file (or one a dangling link names)
+    except OSError as err:
+        raise unwritable(err, path) from None
+    if not is_file:
+        try:
+            device = open(path, "wb")  # noqa: SIM115 - closed below
+        except OSError as err:
+            raise unwritable(err, path) from None
+        with device, _named(path):
+            yield device
+        return
+    target = os.path.realpath(path)
+    try:
+        fd, part = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".part",
+                                    dir=os.path.dirname(target))
+    except OSError as err:  # no such directory, or not one this user may write in
+        raise unwritable(err, os.path.dirname(target)) from None
     try:
         umask = os.umask(0)
         os.umask(umask)
         os.fchmod(fd, 0o666 & ~umask)  # as open() would have made it, not mkstemp's 0600
-        with os.fdopen(fd, "wb") as f:
+        with os.fdopen(fd, "wb") as f, _named(path):
             yield f
         os.replace(part, target)
     except BaseException:
@@ -158,12 +199,31 @@ def _whole_file(path: str) -> Iterator[IO[bytes]]:
         raise
 
 
+@contextlib.contextmanager
+def _named(path: str) -> Iterator[None]:
+    """A write error (a full disk) names the file it could not write, not standard output."""
+    try:
+        yield
+    except OSError as err:
+        if err.filename is not None:
+            raise
+        raise OSError(err.errno, err.strerror, path) from None
+
+
+def _output_path(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    """-o: "-" or a path naming a file (an empty one names the working directory)."""
+    if not value:
+        raise click.BadParameter("an empty path names no file (use - for standard output)")
+    return value
+
+
 @click.command("export", short_help="Write a table's complete hands as loo-hh NDJSON.")
 @click.argument("table_id")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True, allow_dash=True),
-              default="-", show_default=True,
+              default="-", show_default=True, callback=_output_path,
               help="the file to write (whole or not at all: an interrupted export leaves "
-                   "no file, nor changes one that was there)")
+                   "no file, nor changes one that was there; a device or a named pipe, "
+                   "such as /dev/stdout, is written to as it is)")
 @click.option("--hand", "number", type=click.IntRange(min=1), default=None,
               help="only this hand, as one file")
 def export_cmd(table_id: str, output: str, number: int | None) -> None:
@@ -171,6 +231,10 @@ def export_cmd(table_id: str, output: str, number: int | None) -> None:
     from ledger.app.history import table_history_ndjson
     from ledger.bootstrap import Settings, open_database
 
+    try:
+        table_id.encode()
+    except UnicodeEncodeError:  # bytes that are not UTF-8 name no table (no driver takes them)
+        raise click.ClickException(f"no table {table_id!r}") from None
     store = open_database(Settings.from_env())
     try:
         up_to = store.version(table_id)
@@ -200,7 +264,7 @@ def export_cmd(table_id: str, output: str, number: int | None) -> None:
 
 
 @click.command("import", short_help="Create a recorded (or results) table from loo-hh files.")
-@click.argument("file", type=click.File("rb"))
+@click.argument("file", type=_Input("rb"))
 def import_cmd(file: IO[bytes]) -> None:
     """Import FILE (loo-hh, or NDJSON of a table's hands from hand 1; - for stdin) into
     DATABASE_URL as a new recorded (or results) table, every hand checked by the rules; an
@@ -210,6 +274,7 @@ def import_cmd(file: IO[bytes]) -> None:
     from ledger.app.verify import VerifyError, documents
     from ledger.bootstrap import Settings, bootstrap
 
+    require_stdout("the new table's tokens")
     with _progress(None, "checking") as bar:
         task = bar.add_task("check", total=None)
 
@@ -232,6 +297,6 @@ def import_cmd(file: IO[bytes]) -> None:
             sys.exit(1)
     finally:
         container.close()
-    click.echo(orjson.dumps({"id": table_id, "admin_token": tokens["admin"],
+    show_once([orjson.dumps({"id": table_id, "admin_token": tokens["admin"],
                              "seat_tokens": tokens["seats"], "version": p.version,
-                             "hands": len(the_plan.hands)}).decode())
+                             "hands": len(the_plan.hands)}).decode()], f"table {table_id}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import importlib
 import logging
 import os
@@ -58,8 +59,34 @@ class LooGroup(click.Group):
         return super().get_command(ctx, cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
+        from ledger.cli.output import PIPE_CLOSED, flush_stdout, silence_stdout, why
+
         try:
-            return super().invoke(ctx)
+            try:
+                result = super().invoke(ctx)
+            except SystemExit:  # a command's own status (loo verify's 1): its output first
+                flush_stdout()
+                raise
+            flush_stdout()  # a write error held in the buffer is this command's, not lost
+            return result
+        except BrokenPipeError:
+            # The reader left (`loo export T | head -1`): nothing more to say, and nobody to
+            # say it to; the status of a process whose pipe closed, as `loo play` ends.
+            silence_stdout()
+            raise SystemExit(PIPE_CLOSED) from None
+        except OSError as err:
+            # Output that cannot be written (a full disk, a device error), or any other
+            # input or output failing: one line, status 1, never a traceback, nor a status
+            # 0 after the output was lost.
+            if err.filename is not None:
+                said = f"{err.filename}: {why(err)}"
+            elif err.errno in OUTPUT_ERRORS:
+                silence_stdout()
+                said = f"cannot write to standard output: {why(err)}"
+            else:
+                said = one_line(err)
+            click.echo(f"error: {said}", err=True)
+            raise SystemExit(1) from None
         except ConfigError as err:
             fail(str(err))
         except StoreUnavailable as err:
@@ -79,6 +106,11 @@ class LooGroup(click.Group):
                 click.echo("\nerror: the input ended at a prompt, before an answer", err=True)
                 raise SystemExit(1) from None
             raise
+
+
+# What a write to standard output fails with, beside a closed pipe: a full disk or quota,
+# a file grown too large, a device error, a closed descriptor.
+OUTPUT_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EBADF})
 
 
 def interrupted() -> None:
@@ -105,7 +137,13 @@ def settings() -> Settings:
 @click.group(cls=LooGroup, lazy=LAZY_COMMANDS)
 @click.version_option(package_name="domino-loo-ledger")
 def main() -> None:
-    """Domino Loo ledger. Configured by DATABASE_URL, REDIS_URL, LOO_QUEUE_PREFIX, LOO_LOG_LEVEL."""
+    """Domino Loo ledger. Configured by DATABASE_URL, REDIS_URL, LOO_QUEUE_PREFIX, LOO_LOG_LEVEL.
+
+    \b
+    Exit status: 0 done; 1 refused or failed (no such table, a check failed,
+    output that could not be written); 2 a usage or configuration error;
+    130 interrupted (Ctrl-C); 141 the reader of the output left (| head).
+    """
 
 
 # ---- serve -------------------------------------------------------------------------------
@@ -169,8 +207,12 @@ def _serve(host: str, port: int, workers: int, threads: int, streams: int | None
         os.environ["LOO_SSE_MAX_STREAMS"] = str(streams)
     streams = feed_config().max_streams  # checks the LOO_SSE_* and LOO_FEED_* variables
     from ledger.api.app import max_body_bytes, trusted_proxies
+    from ledger.api.limits import exempts_loopback, parse_limits
 
-    max_body_bytes(os.environ), trusted_proxies(os.environ)  # here, not in every worker
+    # Here, not in every worker, where a bad value failed the worker's boot (a traceback and
+    # status 3, after "serving on" had been said).
+    max_body_bytes(os.environ), trusted_proxies(os.environ)
+    parse_limits(os.environ), exempts_loopback(os.environ)
     container = bootstrap(s)  # checks the config and upgrades the schema once, up front
     container.close()  # each gunicorn worker composes its own after the fork
     listener = listen(host, port)  # a port in use: one line and exit 2, before gunicorn

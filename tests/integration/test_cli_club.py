@@ -83,7 +83,10 @@ def test_the_club_commands_refuse_what_the_api_refuses_and_write_nothing(tmp_pat
     club_id = run(main, ["club", "create", "Red Lion"]).output.split()[1]
     for args, hint in [(["A\nB"], "NAME"), (["An\x01n"], "NAME"), (["x" * 61], "NAME"),
                        (["Ann", "--external-id", ""], "--external-id"),
-                       (["Ann", "--external-id", "y" * 101], "--external-id")]:
+                       (["Ann", "--external-id", "y" * 101], "--external-id"),
+                       # bytes that are not UTF-8 (a traceback: the event's hash could not
+                       # encode them), as the API refuses them: invalid_text
+                       (["Ann", "--external-id", "N\udcff1"], "--external-id")]:
         r = run(main, ["club", "members", "add", club_id, *args])
         assert r.exit_code == 2, r.output
         assert f"Invalid value for {hint}" in r.output and "Traceback" not in r.output

@@ -210,8 +210,10 @@ def test_ctrl_c_at_the_prompt_closes_the_table_and_exits_130(env, fixed_seeds, m
     (["--variant", "rounce", "--scoring", "pool"], "Domino Rounce is always scored in points"),
 ])
 def test_play_refuses_bad_options_before_creating_a_table(env, args, message):
+    # A usage error, status 2, as `loo tournament` says it (Rounce in pool scoring was a
+    # refusal by the ledger, status 1).
     result = CliRunner().invoke(main, ["play", *args], env=env)
-    assert result.exit_code != 0
+    assert result.exit_code == 2
     assert message in result.output and "Traceback" not in result.output
     assert "you are seat 0" not in result.output
 
@@ -371,9 +373,10 @@ def test_audit_and_replay_report_a_damaged_record_without_a_traceback(env, tmp_p
 
 
 def test_replay_and_audit_of_a_table_id_that_is_not_utf8_say_no_such_table(env):
-    """A terminal in another encoding hands Python undecodable bytes as surrogates."""
+    """A terminal in another encoding hands Python undecodable bytes as surrogates (`loo
+    export` of such an id ended in the driver's UnicodeEncodeError, CLI audit)."""
     runner = CliRunner()
-    for args in (["replay", "ab\udcffc", "1"], ["audit", "\udcff"]):
+    for args in (["replay", "ab\udcffc", "1"], ["audit", "\udcff"], ["export", "\udcff"]):
         result = runner.invoke(main, args, env=env)
         assert result.exit_code == 1, result.output
         assert isinstance(result.exception, SystemExit), result.exception
