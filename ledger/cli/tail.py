@@ -8,10 +8,10 @@ import http.client
 import json
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import click
 
@@ -85,17 +85,37 @@ def frames(resp: http.client.HTTPResponse) -> Iterator[Frame]:
 
 
 def follow(url: str, token: str | None, last_id: str | None = None, *,
-           timeout: float = 60.0, max_reconnects: int | None = None) -> Iterator[Frame]:
-    """Every event of the feed, across reconnects (resuming after the last id seen)."""
-    reconnects = 0
+           timeout: float = 60.0, max_reconnects: int | None = None,
+           lost: Callable[[Exception], None] | None = None) -> Iterator[Frame]:
+    """Every event of the feed, across reconnects (resuming after the last id seen). A
+    service that cannot be reached at the first connection is an error (OSError); once a
+    stream was open, a service gone (restarted, a network outage) is tried again, every
+    0.2 s doubling to 5 s, `lost` told each time."""
+    reconnects, opened, delay = 0, False, 0.2
     while True:
         try:
             conn, resp = open_stream(url, token, last_id, timeout)
+        except (OSError, http.client.HTTPException) as err:
+            if not opened:
+                raise
+            if lost is not None:
+                lost(err)
+            reconnects += 1
+            if max_reconnects is not None and reconnects > max_reconnects:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
+            continue
         except StreamRefused as err:
             if err.status != 503:
                 raise
-            time.sleep(float(err.retry_after or 5))
+            try:
+                wait = float(err.retry_after or 5)
+            except ValueError:  # an HTTP date, or nonsense: the usual wait
+                wait = 5.0
+            time.sleep(min(wait, 60.0) if wait >= 0.1 else 5.0)  # (NaN: 5)
             continue
+        opened, delay = True, 0.2
         try:
             for f in frames(resp):
                 if f.comment is None and f.id is not None:
@@ -137,42 +157,71 @@ def _service_url(_ctx: click.Context, _param: click.Parameter, value: str) -> st
     return value
 
 
-def _refusal(err: StreamRefused) -> str:
+def _token(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    """--token: what an Authorization header can carry (the service's tokens are printable
+    ASCII); a control character or a letter beyond Latin-1 cannot be sent at all."""
+    if any(not 0x20 < ord(ch) < 0x7F for ch in value):
+        raise click.BadParameter("a token is printable ASCII, without spaces, as the service "
+                                 "gives them out")
+    return value
+
+
+def _refusal(err: StreamRefused, url: str) -> str:
     """The service's refusal in one line: its problem+json `detail` and `code` if it sent one."""
     try:
         doc = json.loads(err.body)
         return f"HTTP {err.status} {doc['code']}: {doc['detail']}"
     except (ValueError, TypeError, KeyError):
-        return str(err)
+        # Not the service's problem+json: another server, or a path before the service.
+        return (f"HTTP {err.status} from {url}, which is not the service's answer: is --url "
+                "the loo service (e.g. http://127.0.0.1:8000)?")
 
 
-@click.command("tail")
+@click.command("tail", short_help="Follow a table's or a club's events live, one a line.")
 @click.argument("table", required=False)
 @click.option("--club", "club_id", default=None, help="follow a club's feed instead")
 @click.option("--url", envvar="LOO_URL", default="http://127.0.0.1:8000", show_default=True,
               callback=_service_url, help="the service (env LOO_URL)")
-@click.option("--token", envvar="LOO_TOKEN", required=True,
+@click.option("--token", envvar="LOO_TOKEN", required=True, callback=_token,
               help="a token of the table or club (env LOO_TOKEN)")
-@click.option("--after", type=click.IntRange(min=0), default=0, show_default=True,
+@click.option("--after", type=click.IntRange(0, 2**63 - 1), default=0, show_default=True,
               help="start after this position")
 @click.option("--comments", is_flag=True, help="print keep-alive comments too")
 def tail_cmd(table: str | None, club_id: str | None, url: str, token: str, after: int,
              comments: bool) -> None:
-    """Follow TABLE's events (or --club ID's) live, one line per event, until interrupted."""
+    """Follow TABLE's events (or --club ID's) live, one line per event, until interrupted
+    (Ctrl-C: status 130). A stream that ends or breaks is resumed after the last event
+    shown, also after the service was away (restarted); a refusal, or a service that
+    cannot be reached at the start, ends it (status 1)."""
     if (table is None) == (club_id is None):
         raise click.UsageError("name a TABLE or give --club ID (one of them)")
-    path = f"/v1/clubs/{club_id}/events" if club_id else f"/v1/tables/{table}/events"
-    try:
-        for f in follow(url.rstrip("/") + path, token, str(after)):
-            if f.comment is not None:
-                if comments:
-                    click.echo(f": {f.comment}")
-                continue
-            click.echo(line_for(f))
-            sys.stdout.flush()
-    except StreamRefused as err:
-        raise click.ClickException(_refusal(err)) from None
-    except OSError as err:
-        raise click.ClickException(f"cannot follow {url}{path}: {err}") from None
-    except KeyboardInterrupt:
-        return
+    # Any id is one path segment: "../x", spaces and letters beyond ASCII are sent escaped.
+    path = (f"/v1/clubs/{quote(club_id, safe='')}/events" if club_id
+            else f"/v1/tables/{quote(str(table), safe='')}/events")
+    where = url.rstrip("/") + path
+    said: list[str] = []  # the outage being waited out, said once
+
+    def lost(err: Exception) -> None:
+        if not said:
+            said.append(str(err))
+            click.echo(f"loo tail: {url} does not answer ({err}); trying again until it "
+                       "does (Ctrl-C to stop)", err=True)
+
+    stream = follow(where, token, str(after), lost=lost)
+    while True:
+        try:
+            f = next(stream)
+            said.clear()
+        except StopIteration:
+            return
+        except StreamRefused as err:
+            raise click.ClickException(_refusal(err, where)) from None
+        except (OSError, http.client.HTTPException) as err:
+            raise click.ClickException(f"cannot follow {where}: {err}") from None
+        # Output errors are the `loo` group's: a reader that left (`| head`) ends it quietly.
+        if f.comment is not None:
+            if comments:
+                click.echo(f": {f.comment}")
+            continue
+        click.echo(line_for(f))
+        sys.stdout.flush()
