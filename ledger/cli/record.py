@@ -12,6 +12,7 @@ import click
 
 from ledger.app.projector import decode
 from ledger.core import events as ev
+from ledger.core.rules.table import moved
 from ledger.core.rules.tiles import NAMES, SUIT_NAMES, Tile
 from ledger.store.base import EventStore, StoredEvent
 
@@ -72,6 +73,8 @@ def render_hand(stored: Sequence[StoredEvent], number: int,
     stakes: list[str] = []
     commitment: str | None = None
     pool = 0  # the pool before this hand's stakes, then at its start (P, §8.2)
+    settled: ev.HandSettled | None = None  # this hand's settlement, until a void undoes it
+    started = False  # whether the log has reached this hand: what follows is not "before"
     role = "trump-holder" if stored and stored[0].data.get("variant") == "rounce" else "dealer"
     for s in stored:
         if s.type not in _TOLD:
@@ -79,8 +82,12 @@ def render_hand(stored: Sequence[StoredEvent], number: int,
         e = decode(s)
         if isinstance(e, ev.SeatFilled):
             names[e.seat] = e.name
-        if isinstance(e, ev.HandSettled) and (s.hand or 0) < number:
+        started = started or s.hand == number
+        if not started and isinstance(e, ev.HandSettled):
             pool = e.pool
+        elif not started and isinstance(e, ev.HandVoided):  # the hand's chips went back
+            pool += sum(a if dst == "pool" else -a for src, dst, a in e.transfers
+                        if "pool" in (src, dst))
         if s.hand != number and not (isinstance(e, ev.TableClosed)
                                      and e.abandoned_hand == number):
             continue
@@ -160,6 +167,7 @@ def render_hand(stored: Sequence[StoredEvent], number: int,
                 f"{names[seat]} {delta:+d} ({why.get(reason, reason)})"
                 for seat, delta, reason in e.deltas) if e.deltas else "  points: none")
         elif isinstance(e, ev.HandSettled):
+            settled = e
             if any(e.balances) or e.pool:
                 result.append("  balances: " + _per_seat(e.balances, names)
                               + f" · pool carried {e.pool}")
@@ -174,6 +182,16 @@ def render_hand(stored: Sequence[StoredEvent], number: int,
         elif isinstance(e, ev.TableClosed):
             result.append(f"  abandoned: the table was closed during this hand; "
                           f"pool left over {e.leftover}")
+        elif isinstance(e, ev.HandVoided):
+            result.append(f"  VOIDED ({e.reason}): its chips and points were given back")
+            if settled is not None and (any(settled.balances) or settled.pool or e.transfers):
+                after, balances = moved(settled.pool, settled.balances, e.transfers)
+                result.append("  balances after the void: " + _per_seat(balances, names)
+                              + f" · pool carried {after}")
+            if any(e.totals) or e.score_changes:
+                result.append("  scores after the void: " + _per_seat(e.totals, names))
+            if e.unwon:
+                result.append("  the game this hand had won goes on")
     if current:
         tricks.append(f"  trick {len(tricks) + 1}: "
                       + trick_line(current, current[0]["suit"], trump, None, names))
@@ -207,7 +225,8 @@ _TOLD = frozenset({
     "seat_filled", "hand_settled", "table_closed", "hand_started", "stake_posted",
     "tiles_dealt", "trump_turned", "seed_revealed", "player_decided", "miss_drawn",
     "turn_up_taken", "tiles_discarded", "tile_played", "trick_won", "hand_won_without_play",
-    "hand_completed", "tricks_paid", "penalty_assessed", "points_scored", "game_won"})
+    "hand_completed", "tricks_paid", "penalty_assessed", "points_scored", "game_won",
+    "hand_voided"})
 
 
 @click.command("replay", short_help="Print a hand: deal, decisions, tricks, result.")
@@ -261,6 +280,8 @@ def _told(table_id: str, stored: Sequence[StoredEvent], hand: int, live: bool,
     kind = "Domino Rounce" if created.get("variant") == "rounce" else "Loo"
     state = "complete" if any(s.type == "hand_completed" for s in mine) else (
         "abandoned" if over else "still being played")
+    if any(s.type == "hand_voided" for s in mine):
+        state += ", voided"
     return [f"table {table_id} · hand {hand} ({state}) · {kind}, "
             f"{created.get('scoring')} scoring, {created.get('players')} players · "
             f"events v{mine[0].version}-v{mine[-1].version}", *render_hand(stored, hand)]

@@ -449,3 +449,36 @@ def test_loo_audit_fails_naming_the_checkpoint_when_table_closed_is_deleted(env,
     assert audit.exit_code == 1, audit.output
     assert re.search(rf"^checkpoints +FAILED: the log no longer reaches the checkpoint at "
                      rf"version {version} .*events deleted", audit.output, re.M), audit.output
+
+
+def test_replay_of_a_voided_hand_says_so_and_the_next_hand_starts_from_the_pool_it_left(env):
+    """API.md Corrections: a voided hand stays in the record, its chips given back. `loo
+    replay` told a voided hand as if it stood ("complete", its balances, no word of the void),
+    and counted its pool into the next hand's start: after hand 1 (pool 25) was voided, the
+    re-entered hand 2 said "pool at the start 50" where the table had 25 (CLI audit)."""
+    from ledger.bootstrap import Settings, bootstrap
+    from ledger.core import commands as c
+
+    container = bootstrap(Settings.from_env(env))
+    led = container.ledger
+    table_id, _t, _p = led.create_table(c.CreateTable(
+        variant="loo", scoring="pool", seats=tuple((n, None) for n in ("Ann", "Bob", "Cat")),
+        first_dealer=0, deal="results"))
+    result = {"decisions": {"0": "play", "1": "play", "2": "play"},
+              "tricks": {"0": 3, "1": 2, "2": 0}}
+    led.execute(table_id, c.StartHand(result=result))
+    led.execute(table_id, c.VoidHand(1, "tricks entered for the wrong seat"))
+    led.execute(table_id, c.StartHand(result=result))
+    container.close()
+    runner = CliRunner()
+    voided = runner.invoke(main, ["replay", table_id, "1"], env=env)
+    assert voided.exit_code == 0, voided.output
+    assert "hand 1 (complete, voided)" in voided.output.splitlines()[0]
+    assert "  VOIDED (tricks entered for the wrong seat): its chips and points were given " \
+           "back" in voided.output
+    assert "  balances after the void: Ann 0, Bob 0, Cat 0 · pool carried 0" in voided.output
+    again = runner.invoke(main, ["replay", table_id, "2"], env=env)
+    assert again.exit_code == 0, again.output
+    assert "hand 2 (complete) ·" in again.output.splitlines()[0]
+    assert "· pool at the start 20" in again.output, again.output  # 3 antes + the dealer's
+    assert "VOIDED" not in again.output
