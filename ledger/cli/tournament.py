@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import click
 
 from ledger.core.rules.bots import POLICIES, Policy, expert
@@ -54,7 +52,7 @@ def tournament_cmd(names: list[str], hands: int, seats: int, variant: str,
     if "expert" in table:
         table["expert"] = expert(None, samples)
     per_set = 4
-    deal_sets = max(2, math.ceil(hands / per_set))
+    deal_sets = max(2, -(-hands // per_set))  # whole numbers: a float rounds huge ones
     unit = "chips" if scoring == "pool" else "points"
     click.echo(f"tournament: {', '.join(names)} at {seats} seats, {variant} {scoring}; "
                f"{deal_sets * per_set} hands dealt in sets of {per_set}, each played from "

@@ -50,3 +50,15 @@ def test_loo_tournament_prints_a_standings_table():
     crowded = CliRunner().invoke(main, ["tournament", "--bots", "expert,heuristic,random",
                                         "--seats", "2"])
     assert crowded.exit_code == 2
+
+
+def test_loo_tournament_counts_a_huge_number_of_hands_exactly(monkeypatch):
+    """--hands 10**26 announced 100000000000000003623878656 hands (a float rounded the sets
+    of 4); whole numbers now, so the line says what is asked for."""
+    import ledger.cli.tournament as cli
+
+    monkeypatch.setattr(cli, "tournament", lambda *a, **k: [])
+    result = CliRunner().invoke(main, ["tournament", "--bots", "random,heuristic", "--hands",
+                                       str(10**26 + 1)])
+    assert result.exit_code == 0, result.output
+    assert f"; {10**26 + 4} hands dealt in sets of 4" in result.output
