@@ -72,7 +72,8 @@ def create_cmd(name: str) -> None:
     with _clubs() as clubs:
         loaded, token = clubs.create(name.strip(), None, None)
     show_once([f"club {loaded.id} ({loaded.club.name})",
-               f"owner token (shown once, keep it): {token}"], f"club {loaded.id}")
+               f"owner token (shown once, keep it): {token}"],
+              f"club {loaded.id} was created")
 
 
 @club_cmd.group("members", short_help="Add and list a club's members.")
@@ -91,7 +92,8 @@ def members_add(club_id: str, name: str, external_id: str | None) -> None:
     with _clubs() as clubs:
         mid = clubs.new_id("mem_", f"member|{club_id}", None)
         clubs.execute(club_id, lambda c: cl.join(c, mid, name.strip(), external_id))
-    show_once([mid], f"member {mid} of {club_id}")  # added twice if run again
+    show_once([mid], f"member {mid} of {club_id} was added",
+              "running the command again would add the member twice")
 
 
 @members_cmd.command("list")

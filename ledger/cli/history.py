@@ -297,6 +297,7 @@ def import_cmd(file: IO[bytes]) -> None:
             sys.exit(1)
     finally:
         container.close()
-    show_once([orjson.dumps({"id": table_id, "admin_token": tokens["admin"],
-                             "seat_tokens": tokens["seats"], "version": p.version,
-                             "hands": len(the_plan.hands)}).decode()], f"table {table_id}")
+    out = orjson.dumps({"id": table_id, "admin_token": tokens["admin"],
+                        "seat_tokens": tokens["seats"], "version": p.version,
+                        "hands": len(the_plan.hands)}).decode()
+    show_once([out], f"table {table_id} was created")

@@ -11,6 +11,8 @@ import tempfile
 
 import click
 
+from ledger.cli.output import require_stdout, show_once
+
 RETIRED = "LOO_CHECKPOINT_RETIRED_KEYS"
 
 
@@ -49,15 +51,18 @@ def rotate_cmd() -> None:
 
     settings = Settings.from_env()
     old = checkpoint_signer(settings, create=False)
+    # What it prints is the one copy of the old key's public key once the file is replaced
+    # (and of the new key with LOO_CHECKPOINT_KEY): never rotate into a closed output.
+    require_stdout("the retired key's public key", "the key was not rotated")
     seed = os.urandom(32)
     new = Signer.from_seed(seed)
     retired = ",".join(raw.hex() for raw in (*old.retired, old.public_bytes))
     if settings.checkpoint_key:
-        click.echo(f"new checkpoint key {new.key_id}; the current key {old.key_id} is to be "
-                   "retired. Nothing was written (the key is in LOO_CHECKPOINT_KEY).")
-        click.echo("Set these in every process's environment (replacing the old values), "
-                   "then restart them all:")
-        click.echo(f"LOO_CHECKPOINT_KEY={seed.hex()}")
+        lines = [f"new checkpoint key {new.key_id}; the current key {old.key_id} is to be "
+                 "retired. Nothing was written (the key is in LOO_CHECKPOINT_KEY).",
+                 "Set these in every process's environment (replacing the old values), "
+                 "then restart them all:",
+                 f"LOO_CHECKPOINT_KEY={seed.hex()}"]
     else:
         path = checkpoint_key_path(settings)
         if path is None:  # an in-memory database: a key of the process alone
@@ -68,11 +73,13 @@ def rotate_cmd() -> None:
         except OSError as err:
             raise ConfigError(f"LOO_CHECKPOINT_KEY_FILE: cannot write the new key to {path!r} "
                               f"({err})") from err
-        click.echo(f"rotated the checkpoint key in {path}: new key {new.key_id}, the old key "
-                   f"{old.key_id} retired.")
-        click.echo("Set this in every process's environment (replacing any earlier value), "
-                   "then restart them all:")
-    click.echo(f"{RETIRED}={retired}")
+        lines = [f"rotated the checkpoint key in {path}: new key {new.key_id}, the old key "
+                 f"{old.key_id} retired.",
+                 "Set this in every process's environment (replacing any earlier value), "
+                 "then restart them all:"]
+    # If the output fails now, the lines go to standard error: a retry would rotate again.
+    show_once([*lines, f"{RETIRED}={retired}"], f"the checkpoint key was rotated (new key "
+              f"{new.key_id})", "running the command again would rotate it again")
 
 
 def _replace(path: str, text: str) -> None:

@@ -44,29 +44,30 @@ def why(err: OSError) -> str:
     return err.strerror or str(err)
 
 
-def require_stdout(what: str) -> None:
+def require_stdout(what: str, undone: str = "nothing was created") -> None:
     """Before writing anything to the store: standard output must be open when `what` (a
-    token) is shown there only once, or it would be created and lost."""
+    token) is shown there only once, or it would be made and lost."""
     if sys.stdout is None:
         click.echo(f"error: standard output is closed, where {what} would be shown, once: "
-                   "nothing was created (run the command with its output open)", err=True)
+                   f"{undone} (run the command with its output open)", err=True)
         raise SystemExit(2)
 
 
-def show_once(lines: Sequence[str], created: str) -> None:
-    """Print lines holding secrets shown only this once. If standard output fails after the
-    thing was `created` (a full disk, a reader gone), the lines go to standard error with
-    the reason and the status is 1: the store keeps only hashes of the tokens, so lost here
-    they were lost for good, and running the command again would create a second one."""
+def show_once(lines: Sequence[str], done: str,
+              again: str = "running the command again would create another") -> None:
+    """Print lines holding secrets shown only this once, after what is `done` ("club X was
+    created"). If standard output fails then (a full disk, a reader gone), the lines go to
+    standard error with the reason and the status is 1: the store keeps only hashes of the
+    tokens, so lost here they were lost for good, and running the command again would not
+    give them back but make another."""
     try:
         for line in lines:
             click.echo(line)
         flush_stdout()
     except OSError as err:
         silence_stdout()
-        click.echo(f"error: {created} was created, but standard output failed ({why(err)}); "
-                   "its output is here instead (running the command again would create "
-                   "another):", err=True)
+        click.echo(f"error: {done}, but standard output failed ({why(err)}); its output is "
+                   f"here instead ({again}):", err=True)
         for line in lines:
             click.echo(line, err=True)
         raise SystemExit(1) from None

@@ -273,3 +273,34 @@ def test_serve_with_a_bad_rate_limit_stops_before_it_listens(env, variable, valu
     done = run(["serve", "--port", "0"], {**env, variable: value})
     assert done.returncode == 2, done.stderr
     assert done.stderr.decode() == f"error: {variable}: {said}\n"
+
+
+def test_checkpoint_key_rotate_never_loses_the_retired_key(env, tmp_path):
+    """README "Rotating the checkpoint key": once the key file is replaced, the printed
+    LOO_CHECKPOINT_RETIRED_KEYS line is the only copy of the old key's public key, without
+    which the checkpoints it signed no longer verify. `loo checkpoint-key rotate >&-`
+    rotated and printed it to nowhere, status 0; with the output failing (a full disk) the
+    key was rotated, then a traceback. Now a closed output rotates nothing (status 2), and a
+    failing one gives the line on standard error (status 1)."""
+    from ledger.app.checkpoints import Signer, parse_key
+
+    key = tmp_path / "key"
+    key.write_text(os.urandom(32).hex() + "\n")
+    old = Signer.from_seed(parse_key(key.read_text().strip()))
+    done = run(["checkpoint-key", "rotate"], env, closed=">&-")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.decode() == (
+        "error: standard output is closed, where the retired key's public key would be shown, "
+        "once: the key was not rotated (run the command with its output open)\n")
+    assert Signer.from_seed(parse_key(key.read_text().strip())).key_id == old.key_id
+    if not os.path.exists(FULL):
+        return
+    with open(FULL, "wb") as full:
+        done = run(["checkpoint-key", "rotate"], env, stdout=full)
+    assert done.returncode == 1, done.stderr
+    said = done.stderr.decode().splitlines()
+    new = Signer.from_seed(parse_key(key.read_text().strip()))
+    assert said[0] == (f"error: the checkpoint key was rotated (new key {new.key_id}), but "
+                       "standard output failed (No space left on device); its output is here "
+                       "instead (running the command again would rotate it again):")
+    assert said[-1] == f"LOO_CHECKPOINT_RETIRED_KEYS={old.public_bytes.hex()}"
