@@ -78,6 +78,11 @@ class TableOut(Open):
                        "(2-3 players, rule 4), the miss as {\"type\": \"decide\", "
                        "\"choice\": \"miss\", \"drawn\": {\"count\": n}}: send it with "
                        "\"drawn\" the n tiles really drawn. Otherwise []."})
+    timers_idle = fields.Boolean(required=True, metadata={
+        "description": "Turn timers (options.turn_seconds) are resting: in the last complete "
+                       "hand every person's turn timed out, so no timer acts until a person "
+                       "(or the admin for a seat) acts or the admin starts a hand; the table "
+                       "waits for its players. Always false without turn timers."})
 
 
 class SeatTokenOut(Open):

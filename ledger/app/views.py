@@ -10,6 +10,7 @@ from ledger.core.rules import table as tb
 from ledger.core.rules.hand import Hand, Trick
 from ledger.core.rules.legal import legal_actions, miss_draw_to_name
 from ledger.core.rules.tiles import NAMES, names
+from ledger.core.rules.timers import timers_idle
 from ledger.store.base import StoredEvent
 
 
@@ -124,6 +125,7 @@ def table_view(table_id: str, p: Projection, viewer: Viewer) -> dict[str, Any]:
         "hand": hand_view(t, viewer) if t.hand is not None else None,
         "legal_actions": legal_view(t, viewer),
         "to_complete": complete_view(t, viewer),
+        "timers_idle": timers_idle(t),
         "viewer": {"role": viewer.role, "seat": viewer.seat},
     }
 

@@ -113,3 +113,35 @@ def test_a_restarted_server_still_times_out_the_seat(backend_url: str):
         assert club.get(t, path="/audit").get_json()["ok"]
     finally:
         second.close()
+
+
+def _stays(predicate, seconds: float, what: str) -> None:
+    """Poll `predicate` for `seconds`: it must hold at every look (no fixed sleep decides)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        assert predicate(), what
+        time.sleep(0.2)
+
+
+def test_turn_timers_rest_at_a_table_its_people_left_and_wake_at_their_move(app, club: Club):
+    # API.md "Bots, hints and turn timers": the person's every turn in a hand timed out, so
+    # the next hand is dealt but no timer acts in it until the person moves again.
+    led = app.extensions["loo_ledger"]
+    seats = [{"name": "Ann", "bot": "heuristic"}, {"name": "Bob"},
+             {"name": "Cat", "bot": "heuristic"}, {"name": "Dan", "bot": "heuristic"}]
+    t = club.create(first_dealer=0, seats=seats, options={"turn_seconds": 5})
+    wait_until(lambda: club.view(t)["timers_idle"], timeout=60, what="timers_idle")
+    view = wait_until(lambda: (v := club.view(t))["hand"]["turn"] == 1 and v, timeout=30,
+                      what="the person's turn in the idle hand")
+    assert view["hand"]["number"] >= 2 and view["timers_idle"] is True
+    version = view["version"]
+    assert f"timeout:{t.id}:{version}" not in [j for _at, j in led.dispatcher.pending()]
+    _stays(lambda: club.view(t)["version"] == version, 16, "nothing appended while idle")
+    assert jobs.time_out(t.id, version, ledger=led) == "idle"
+    # the person's move wakes the timers: their next turn times out again
+    move = club.view(t, t.seats[1])["legal_actions"][0]
+    club.ok(t, {**move, "expected_version": version}, t.seats[1])
+    assert club.view(t)["timers_idle"] is False
+    wait_until(lambda: any(e["type"] == "turn_timed_out" and e["version"] > version
+                           for e in _events(club, t)), timeout=60, what="a timer after the move")
+    assert club.get(t, path="/audit").get_json()["ok"]

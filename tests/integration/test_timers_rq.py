@@ -12,6 +12,7 @@ from rq.job import JobStatus
 from ledger.app.service import Ledger
 from ledger.core import commands as c
 from ledger.core.rules.actions import Decide
+from ledger.core.rules.timers import timers_idle
 from ledger.store.base import EventStore
 from tests.integration.worker_helpers import kill9, seeded, wait_until, worker_process
 from workers.queue import RqDispatcher, rq_job_id
@@ -74,3 +75,30 @@ def test_rq_a_timer_pending_when_its_worker_is_killed_fires_after_a_restart(
         assert timed.version == version + 1
     finally:
         kill9(second)
+
+
+def test_rq_turn_timers_rest_once_a_hand_was_played_by_the_timers_alone(
+        db_url: str, store: EventStore, queue: Any, redis_url: str) -> None:
+    # API.md "Bots, hints and turn timers": the person (seat 1) never acts; after the first
+    # hand the timers played for them, the table waits and appends nothing.
+    ledger = Ledger(store, RqDispatcher(queue), seeds=seeded(6))
+    worker = worker_process(db_url, redis_url, queue.name, "--reconcile-every", "1")
+    try:
+        seats = tuple((f"P{i}", None if i == 1 else "heuristic") for i in range(4))
+        table_id, _, _p = ledger.create_table(c.CreateTable(
+            variant="loo", scoring="pool", seats=seats, first_dealer=0, deal="shuffled",
+            options={"turn_seconds": 5}))
+
+        def idle_turn() -> bool:
+            p = ledger.load(table_id)
+            return timers_idle(p.table) and p.table.live and p.table.hand.turn == 1
+
+        wait_until(idle_turn, timeout=60, what="the person's turn at an idle table")
+        version = store.version(table_id)
+        assert _timed_out(store, table_id)
+        deadline = time.monotonic() + 16  # three timer periods, the reconciler running
+        while time.monotonic() < deadline:
+            assert store.version(table_id) == version, "appended while idle"
+            time.sleep(0.2)
+    finally:
+        kill9(worker)

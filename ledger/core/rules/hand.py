@@ -104,6 +104,11 @@ class Hand(_Seats):
     tricks_won: tuple[int, ...] = ()
     won_without_play: int | None = None
     looed: tuple[int, ...] = ()
+    # Turn timers (API.md): how many turns timed out, the seat the timer is acting for (until
+    # its action's first event), and the seats that acted themselves (a bot, a person, an admin).
+    timeouts: int = 0
+    timed: int | None = None
+    acted: tuple[int, ...] = ()
 
 
 class Draft(_Seats):
@@ -128,6 +133,9 @@ class Draft(_Seats):
     tricks_won: tuple[int, ...]
     won_without_play: int | None
     looed: tuple[int, ...]
+    timeouts: int
+    timed: int | None
+    acted: tuple[int, ...]
 
 
 _DEFAULTS = {f.name: f.default for f in fields(Hand)}
@@ -197,7 +205,21 @@ def _advance(h: Draft, seat: int) -> None:
         h.phase, h.turn = "deciding", None  # §4: one player left
 
 
+def _timed_out(h: Draft, e: ev.TurnTimedOut) -> None:
+    h.timeouts += 1
+    h.timed = e.seat
+
+
+def _acted(h: Draft, seat: int) -> None:
+    """The first event of a seat's action: the timer's (turn_timed_out came first) or its own."""
+    if h.timed == seat:
+        h.timed = None
+    elif seat not in h.acted:
+        h.acted += (seat,)
+
+
 def _decided(h: Draft, e: ev.PlayerDecided) -> None:
+    _acted(h, e.seat)
     h.decisions = _set(h.decisions, e.seat, e.choice)
     h.for_pool = h.for_pool or e.for_pool
     if e.choice == "miss":
@@ -215,6 +237,8 @@ def _miss_drawn(h: Draft, e: ev.MissDrawn) -> None:
 
 
 def _discarded(h: Draft, e: ev.TilesDiscarded) -> None:
+    if h.phase == "discarding":  # its own action (after a turn-up taken: the decision's)
+        _acted(h, e.seat)
     h.hands = _set(h.hands, e.seat, _without(h.hands[e.seat], e.tiles))
     h.discards = _set(h.discards, e.seat, h.discards[e.seat] + e.tiles)
     if h.phase == "discarding":
@@ -228,6 +252,8 @@ def _turn_up_taken(h: Draft, e: ev.TurnUpTaken) -> None:
 
 def _played(h: Draft, e: ev.TilePlayed) -> None:
     seat, tile, cur = e.seat, e.tile, h.current
+    if h.timed is not None or seat not in h.acted:
+        _acted(h, seat)
     if cur is None:
         plays: tuple[tuple[int, Tile], ...] = ((seat, tile),)
         h.current = _tuple(Trick, (seat, e.suit if e.suit is not None else -1, plays, None))
@@ -280,6 +306,7 @@ EVOLVE: dict[type, Any] = {
     ev.TrickWon: _trick_won,
     ev.HandWonWithoutPlay: _won_without_play,
     ev.HandCompleted: _completed,
+    ev.TurnTimedOut: _timed_out,
 }
 
 

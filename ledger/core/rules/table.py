@@ -63,6 +63,9 @@ class Table:
     club: str | None = None
     season: str | None = None
     members: tuple[str | None, ...] = ()
+    # Turn timers: in the last complete hand every person's turn timed out (no person acted)
+    # and no person has acted since (ledger.core.rules.timers.timers_idle).
+    unattended: bool = False
 
     @property
     def players(self) -> int:
@@ -274,6 +277,7 @@ class Draft:
     club: str | None
     season: str | None
     members: tuple[str | None, ...]
+    unattended: bool
 
     @property
     def players(self) -> int:
@@ -316,6 +320,8 @@ def _dealer(t: Draft, e: ev.DealerChosen) -> None:
 
 
 def _hand_started(t: Draft, e: ev.HandStarted) -> None:
+    if not t.opts.auto_deal:  # an admin started it (auto_deal deals the next one itself)
+        t.unattended = False
     t.hand = hd.new_hand(e.number, e.dealer, t.opts, e.mode, t.pool, e.commitment)
     t.settled, t.dealer, t.seed = False, e.dealer, None
     t.book = HandBook(e.number, e.dealer, scores_before=t.scores, status_before=t.status,
@@ -350,7 +356,14 @@ def _dealt(t: Draft, e: ev.TilesDealt) -> None:
 
 
 def _completed(t: Draft, e: ev.HandCompleted) -> None:
-    hd._completed(t.drafted(), e)
+    h = t.drafted()
+    hd._completed(h, e)
+    # Turn timers (API.md): a person acted in the hand, or the timers played it for them all
+    # (a hand in which no person had a turn leaves it as it was).
+    if any(t.bots[s] is None for s in h.acted):
+        t.unattended = False
+    elif h.timeouts:
+        t.unattended = True
     t.tricks_total = tuple(a + b for a, b in zip(t.tricks_total, e.tricks_won, strict=True))
     b = t.book
     if b is not None and t.hand is not None and b.number == t.hand.number:

@@ -11,11 +11,22 @@ from ledger.core.rules.legal import legal_actions
 from ledger.core.rules.tiles import SORT_KEY
 
 
+def timers_idle(t: tb.Table) -> bool:
+    """The table's people have left it to the timers (API.md "Bots, hints and turn timers"):
+    in the last complete hand every person's turn timed out, and no person (nor an admin for
+    a seat) has acted since, nor has an admin started a hand. No timer acts until one does."""
+    if not t.unattended:
+        return False
+    h = t.hand
+    return h is None or h.phase == "complete" or all(t.bots[s] is not None for s in h.acted)
+
+
 def seat_on_the_clock(t: tb.Table) -> int | None:
-    """The person (not a bot) to act at a timed shuffled table, if any."""
+    """The person (not a bot) to act at a timed shuffled table, if any (none while idle)."""
     h = t.hand
     if (t.opts.turn_seconds is None or t.status != "playing" or h is None or not t.live
-            or h.turn is None or h.mode != "shuffled" or t.bots[h.turn] is not None):
+            or h.turn is None or h.mode != "shuffled" or t.bots[h.turn] is not None
+            or timers_idle(t)):
         return None
     return h.turn
 

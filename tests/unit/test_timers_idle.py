@@ -1,0 +1,106 @@
+"""Turn timers rest at an abandoned table (API.md "Bots, hints and turn timers"): once a whole
+hand was played by the timers alone (every person's every turn timed out), the next hand is
+dealt as usual but no timer acts in it until a person acts or the admin starts a hand.
+Time is driven by the injected clock; the timer job is called with its scheduled version."""
+
+from __future__ import annotations
+
+from ledger.app import handlers
+from ledger.app.projector import project
+from ledger.app.service import Ledger
+from ledger.app.views import Viewer, table_view
+from ledger.core import commands as c
+from ledger.core.rules.legal import legal_actions
+from ledger.core.rules.timers import timers_idle
+from tests.unit.test_timers import Clock, Scheduler, make
+from workers import jobs
+
+
+def _time_out_hand(led: Ledger, table_id: str, clock: Clock, acts_first: bool = False) -> int:
+    """Let the timers play the live hand to its end (the first person to act moves
+    themself when `acts_first`); returns the number of timeouts."""
+    number = led.load(table_id).table.hand.number
+    timed = 0
+    while (p := led.load(table_id)).table.hand.number == number and p.table.live:
+        if acts_first:
+            seat = p.table.hand.turn
+            led.execute(table_id, c.Act(legal_actions(p.table.hand, seat)[0]),
+                        expected_version=p.version)
+            acts_first = False
+            continue
+        assert handlers.timer_owed(p) is not None
+        clock.offset += 60
+        assert jobs.time_out(table_id, p.version, ledger=led) == "acted"
+        timed += 1
+    return timed
+
+
+def _scheduled_at(d: Scheduler, table_id: str, version: int) -> bool:
+    return any(job_id == f"timeout:{table_id}:{version}" for _at, job_id, _a in d.timers)
+
+
+def test_turn_timers_rest_after_a_hand_nobody_played_and_nothing_is_appended():
+    led, table_id, d, clock = make(seconds=8, bots=(2, 3))
+    assert _time_out_hand(led, table_id, clock) >= 2
+    p = led.load(table_id)
+    assert p.table.hand.number == 2 and p.table.live  # auto_deal dealt the next hand
+    assert p.table.bots[p.table.hand.turn] is None  # the bots played up to a person's turn
+    assert timers_idle(p.table) and handlers.timer_owed(p) is None
+    assert not _scheduled_at(d, table_id, p.version)
+    view = table_view(table_id, p, Viewer(admin=True))
+    assert view["timers_idle"] is True
+    # several timer periods pass: no timer acts, the table appends nothing
+    for _ in range(5):
+        clock.offset += 60
+        assert jobs.time_out(table_id, p.version, ledger=led) == "idle"
+    assert led.store.version(table_id) == p.version
+    # event-sourced: a fold from scratch says the same
+    assert timers_idle(project(led.store.load(table_id)).table)
+
+
+def test_turn_timers_wake_at_a_persons_move_after_resting():
+    led, table_id, d, clock = make(seconds=8, bots=(2, 3))
+    _time_out_hand(led, table_id, clock)
+    p = led.load(table_id)
+    seat = p.table.hand.turn
+    led.execute(table_id, c.Act(legal_actions(p.table.hand, seat)[0]),
+                expected_version=p.version)
+    p = led.load(table_id)
+    assert not timers_idle(p.table)
+    assert table_view(table_id, p, Viewer(admin=True))["timers_idle"] is False
+    # from then on the timers act again: for the rest of this hand, and in the next
+    _time_out_hand(led, table_id, clock)
+    p = led.load(table_id)
+    assert p.table.hand.number == 3 and not timers_idle(p.table)  # hand 2: a person acted
+    assert p.table.bots[p.table.hand.turn] is None and handlers.timer_owed(p) is not None
+    assert _scheduled_at(d, table_id, p.version)
+
+
+def test_a_hand_in_which_a_person_acted_once_does_not_rest_the_timers():
+    led, table_id, d, clock = make(seconds=8, bots=(2, 3))
+    assert _time_out_hand(led, table_id, clock, acts_first=True) >= 1
+    p = led.load(table_id)
+    assert p.table.hand.number == 2 and not timers_idle(p.table)
+    assert handlers.timer_owed(p) is not None and _scheduled_at(d, table_id, p.version)
+    clock.offset += 60
+    assert jobs.time_out(table_id, p.version, ledger=led) == "acted"
+
+
+def test_the_admin_starting_a_hand_wakes_the_timers():
+    led, table_id, d, clock = make(seconds=8, bots=(2, 3), auto_deal=False)
+    led.execute(table_id, c.StartHand())
+    _time_out_hand(led, table_id, clock)
+    assert led.load(table_id).table.unattended  # the hand the timers played alone
+    led.execute(table_id, c.StartHand())
+    p = led.load(table_id)
+    assert not timers_idle(p.table)
+    if p.table.bots[p.table.hand.turn] is None:
+        assert handlers.timer_owed(p) is not None
+
+
+def test_all_bot_tables_play_on_with_turn_timers():
+    led, table_id, _d, _clock = make(seconds=8, bots=(0, 1, 2, 3), max_hands=3)
+    p = led.load(table_id)
+    assert p.table.status == "closed" and p.table.hand.number == 3
+    assert not p.table.unattended and not timers_idle(p.table)
+    assert not [s for s in led.store.load(table_id) if s.type == "turn_timed_out"]
