@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import unicodedata
 from typing import Any
 
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
+from ledger.core.names import NAME_MAX, name_problem
 from ledger.core.rules.bots import POLICIES
 from schemas.fields import Day, QueryInteger, SeatOrLots, TileField
 
@@ -26,13 +26,11 @@ class StrictBoolean(fields.Boolean):
 
 
 def printable(text: str) -> None:
-    """A name is shown to people and kept in the ledger: no control characters (a NUL cannot
-    even be stored in PostgreSQL), no lone surrogates (not encodable as UTF-8), not blank."""
-    if not text.strip():
-        raise ValidationError("a name cannot be blank")
-    if any(unicodedata.category(ch) in ("Cc", "Cs") for ch in text):
-        raise ValidationError("a name is printable text: no control characters or "
-                              "lone surrogates")
+    """A name as ledger.core.names allows it; its length is left to the Length validator
+    beside this one (marshmallow's wording of it)."""
+    problem = name_problem(text[:NAME_MAX])
+    if problem is not None:
+        raise ValidationError(problem)
 
 
 # `printable` for the spec (ECMA regex): no C0/C1 control character, one visible at least.

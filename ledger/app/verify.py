@@ -22,6 +22,7 @@ from ledger.app import checkpoints as cps
 from ledger.app.history import FORMAT, SPEC_VERSION, hand_document, schema
 from ledger.core import events as ev
 from ledger.core.errors import LedgerError
+from ledger.core.names import name_problem
 from ledger.core.rules import hand as hd
 from ledger.core.rules import table as tb
 from ledger.core.rules.actions import Action, Decide, Discard, Play
@@ -148,15 +149,20 @@ def rule_events(doc: dict[str, Any]) -> list[ev.Event]:
 
 
 def _shape(doc: dict[str, Any]) -> None:
-    """What the schema cannot say: the seats are 0..n-1 once each, the dealer is one of
-    them, the hand's mode is the table's deal, a recorded hand has its deal and turn-up,
-    and hand.before holds numbers. A file that contradicts itself there is named, never
-    replayed into an internal error (an AssertionError, 'tuple index out of range')."""
+    """What the schema cannot say: the seats are 0..n-1 once each, each with a name a table
+    can have, the dealer is one of them, the hand's mode is the table's deal, a recorded
+    hand has its deal and turn-up, and hand.before holds numbers. A file that contradicts
+    itself there is named, never replayed into an internal error (an AssertionError,
+    'tuple index out of range')."""
     table, hand, number = doc["table"], doc["hand"], doc["hand"]["number"]
     seats = sorted(s["seat"] for s in table["seats"])
     if seats != list(range(len(seats))):
         raise VerifyError(f"table.seats must number the seats 0 to {len(seats) - 1}, each "
                           f"once (found {seats})")
+    for seat in table["seats"]:  # a name no table could be created with (ledger.core.names)
+        problem = name_problem(seat.get("name"))
+        if problem is not None:
+            raise VerifyError(f"table.seats[{seat['seat']}].name: {problem}")
     if hand["dealer"] >= len(seats):
         raise VerifyError(f"hand {number}: dealer {hand['dealer']} is not a seat of this "
                           f"{len(seats)}-seat table")

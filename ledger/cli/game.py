@@ -15,6 +15,7 @@ from ledger.cli.output import PIPE_CLOSED, silence_stdout, why
 from ledger.cli.record import plural, render_hand, trick_line
 from ledger.core import commands as c
 from ledger.core.errors import LedgerError
+from ledger.core.names import NAME_MAX, name_problem
 from ledger.core.rules.tiles import NAMES, SUIT_NAMES, is_trump, parse_tile, suits_of
 from ledger.store.base import VersionConflict
 
@@ -246,9 +247,8 @@ def read_move(view: dict[str, Any],
 # ---- loo play ----------------------------------------------------------------------------
 def _name(value: str) -> str:
     value = value.strip()
-    if not value or len(value) > 60 or any(unicodedata.category(ch) in ("Cc", "Cs")
-                                           for ch in value):
-        raise click.BadParameter("a name is 1 to 60 printable characters")
+    if name_problem(value) is not None:
+        raise click.BadParameter(f"a name is 1 to {NAME_MAX} printable characters")
     return value
 
 

@@ -120,6 +120,12 @@ def _mutated(doc: dict[str, Any], how: str) -> dict[str, Any]:
         h["dealer"] = 3
     elif how == "before_not_a_number":
         h["before"]["pool"] = "x"
+    elif how == "name_too_long":
+        d["table"]["seats"][2]["name"] = "A" * 100_000
+    elif how == "name_blank":
+        d["table"]["seats"][1]["name"] = ""
+    elif how == "name_with_a_newline":
+        d["table"]["seats"][0]["name"] = "Ann\nBob"
     elif how == "illegal_action":
         play = next(a for a in h["actions"] if a["type"] == "play")
         held = {t for s in h["deal"].values() for t in s}
@@ -137,7 +143,13 @@ WHY = {"wrong_seed": "seed does not match the commitment",
        "seat_numbered_twice": r"table.seats must number the seats 0 to 3, each once \(found "
                               r"\[0, 0, 2, 3\]\)",
        "dealer_not_a_seat": "dealer 3 is not a seat of this 3-seat table",
-       "before_not_a_number": "hand.before.pool must be a whole number"}
+       "before_not_a_number": "hand.before.pool must be a whole number",
+       # A name table creation refuses (ledger.core.names): found by the CLI audit, which
+       # imported a 100,000-character name, an empty one and one with a newline.
+       "name_too_long": r"table.seats\[2\].name: a name is 1 to 60 characters \(this one "
+                        r"has 100000\)",
+       "name_blank": r"table.seats\[1\].name: a name cannot be blank",
+       "name_with_a_newline": r"table.seats\[0\].name: a name is printable text"}
 
 
 @pytest.mark.parametrize("how", sorted(WHY))
