@@ -430,6 +430,38 @@ def test_turn_timers_the_page_counts_the_seconds_down_and_says_the_table_moved_f
     post(f"{url}/v1/tables/{tid}/close", {}, created["admin_token"])  # no timer left running
 
 
+def test_turn_timers_the_page_says_the_table_waits_once_the_timers_rest(server, browser):
+    """README "Turn timers": once a whole hand went by that the timers played alone, they
+    rest (the table view's timers_idle) and the table waits for its people. The page showed
+    no countdown then, but an earlier one ended "Time is up ... the table moves for you now"
+    and stayed so, while nothing moved. It says the table waits and why; the person's move
+    starts the clock again."""
+    url, _ = server
+    seats = [{"name": "Ann"}, {"name": "Bob", "bot": "heuristic"},
+             {"name": "Cat", "bot": "heuristic"}]
+    created = post(f"{url}/v1/tables", {"seats": seats, "first_dealer": 2,  # Ann decides first
+                                        "options": {"turn_seconds": 5}})
+    tid, token = created["id"], created["seats"][0]["token"]
+    browser.get(f"{url}/tables/{tid}#token={token}")
+    # Hand 1: Ann's one turn times out (she drops), the bots finish it, hand 2 is dealt.
+    view = wait_for("the timers resting with Ann to act", lambda: (lambda v: v if v[
+        "timers_idle"] and v["legal_actions"] else None)(get(f"{url}/v1/tables/{tid}", token)),
+        deadline=60)
+    clock = wait_for("the page saying the table waits", lambda: (lambda c: c.is_displayed(
+        ) and c.get_attribute("data-idle") is not None and c)(
+        browser.find_element(By.ID, "turn-clock")))
+    assert clock.get_attribute("data-seat") == "0" and clock.get_attribute("data-left") is None
+    assert clock.text.startswith("Your turn: the turn timer rests"), clock.text
+    settle(browser, "table-timers-resting")
+    # Ann moves: the timers wake, and the page counts down again when her turn comes.
+    post(f"{url}/v1/tables/{tid}/actions",
+         view["legal_actions"][0] | {"expected_version": view["version"]}, token)
+    wait_for("the table awake", lambda: not get(f"{url}/v1/tables/{tid}", token)["timers_idle"])
+    wait_for("the clock without the resting note", lambda: browser.find_element(
+        By.ID, "turn-clock").get_attribute("data-idle") is None)
+    post(f"{url}/v1/tables/{tid}/close", {}, created["admin_token"])  # no timer left running
+
+
 def test_pages_left_behind_keep_no_stream_open_so_the_next_page_loads_at_once(server, browser):
     """A page left for another (any navigation) stays in the browser's back/forward cache,
     and its SSE stream stayed open there. A browser keeps six connections to a host, so the

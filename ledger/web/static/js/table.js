@@ -683,8 +683,12 @@ let noteVersion = 0; // the turn_timed_out event the notice names
 
 function turnSeconds(t) { return (t && t.options && t.options.turn_seconds) || null; }
 
-// The person to act who is on the clock (never a bot, nor a recorded or results table).
-function onTheClock(t) {
+// The person to act who is on the clock (never a bot, nor a recorded or results table, nor
+// while the timers rest: timers_idle, a whole hand went by that the timers played alone).
+function onTheClock(t) { return t && t.timers_idle ? null : personToAct(t); }
+
+// The person to act at a timed shuffled table, on the clock or not.
+function personToAct(t) {
   const hand = t && t.hand;
   if (!turnSeconds(t) || t.status !== 'playing' || !hand || hand.mode !== 'shuffled') return null;
   if (['complete', 'dealing'].includes(hand.phase) || hand.turn === null || hand.turn === undefined) return null;
@@ -740,6 +744,21 @@ async function readTimers(t) {
 function renderClock() {
   const box = $('turn-clock');
   const t = table;
+  const waiting = t && t.timers_idle ? personToAct(t) : null;
+  if (waiting !== null) {  // the table waits for its people: no countdown, and says why
+    if (ticking) { clearInterval(ticking); ticking = null; }
+    const mine = isMe(t, waiting);
+    box.textContent = `${mine ? 'Your turn' : `Waiting for ${seatName(t, waiting)}`}: the turn `
+      + 'timer rests (the last hand went by with no player moving); it starts again at the next move.';
+    box.dataset.idle = '';
+    box.dataset.seat = waiting;
+    delete box.dataset.left;
+    delete box.dataset.urgent;
+    if (mine) box.dataset.mine = ''; else delete box.dataset.mine;
+    box.hidden = false;
+    return;
+  }
+  delete box.dataset.idle;
   const seat = onTheClock(t);
   if (seat === null || !clock || clock.version !== t.version) {
     box.hidden = true;
