@@ -211,8 +211,10 @@ def _serve(host: str, port: int, workers: int, threads: int, streams: int | None
 
     # Here, not in every worker, where a bad value failed the worker's boot (a traceback and
     # status 3, after "serving on" had been said).
+    from ledger.serve.gunicorn_worker import read_seconds
+
     max_body_bytes(os.environ), trusted_proxies(os.environ)
-    parse_limits(os.environ), exempts_loopback(os.environ)
+    parse_limits(os.environ), exempts_loopback(os.environ), read_seconds(os.environ)
     container = bootstrap(s)  # checks the config and upgrades the schema once, up front
     container.close()  # each gunicorn worker composes its own after the fork
     listener = listen(host, port)  # a port in use: one line and exit 2, before gunicorn

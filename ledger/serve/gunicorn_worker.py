@@ -30,6 +30,7 @@ from __future__ import annotations
 import errno
 import gc
 import json
+import math
 import mmap
 import multiprocessing
 import os
@@ -37,6 +38,7 @@ import re
 import selectors
 import struct
 import time
+from collections.abc import Mapping
 from concurrent import futures
 from functools import partial
 from typing import Any
@@ -44,6 +46,8 @@ from typing import Any
 from gunicorn import util as gunicorn_util
 from gunicorn.glogging import Logger
 from gunicorn.workers.gthread import TConn, ThreadWorker
+
+from ledger.bootstrap import ConfigError
 
 BALANCE_RECHECK = 0.005  # seconds: how soon a worker held back for balance looks again
 _SLOT = struct.Struct("qq")  # a worker's pid and its open connections
@@ -53,12 +57,21 @@ _CONTENT_LENGTH = re.compile(rb"\r\ncontent-length[ \t]*:[ \t]*(\d+)", re.IGNORE
 _CHUNKED = re.compile(rb"\r\ntransfer-encoding[ \t]*:", re.IGNORECASE)
 
 
-def read_seconds() -> float:
-    """How long a client may take to send a whole request (head and buffered body)."""
-    try:
-        return max(0.1, float(os.environ.get("LOO_REQUEST_READ_SECONDS", "10")))
-    except ValueError:
+def read_seconds(environ: Mapping[str, str] = os.environ) -> float:
+    """How long a client may take to send a whole request (head and buffered body):
+    LOO_REQUEST_READ_SECONDS, 0.1 to 3600 seconds (default 10). `loo serve` checks it before
+    it listens: a value it cannot read is a configuration error, not a silent 10."""
+    raw = environ.get("LOO_REQUEST_READ_SECONDS", "").strip()
+    if not raw:
         return 10.0
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not 0.1 <= seconds <= 3600:  # NaN too
+        raise ConfigError(f"LOO_REQUEST_READ_SECONDS: {raw!r} is not a number of seconds "
+                          "from 0.1 to 3600")
+    return seconds
 
 
 def request_arrived(buf: bytes | bytearray) -> bool:

@@ -265,7 +265,11 @@ def test_play_whose_output_fails_closes_the_table_in_one_line(env):
     ("LOO_RATE_LIMIT_READ", "abc", "'abc' is not a rate limit (e.g. 30/minute, or "
                                    "10/second;500/hour)"),
     ("LOO_RATE_LIMITS", "maybe", "'maybe' is neither on nor off"),
-    ("LOO_RATE_LIMIT_LOOPBACK", "x", "'x' is neither exempt nor limit")])
+    ("LOO_RATE_LIMIT_LOOPBACK", "x", "'x' is neither exempt nor limit"),
+    # Read in the worker as a silent 10 whatever it said (noted by the CLI audit).
+    ("LOO_REQUEST_READ_SECONDS", "ten", "'ten' is not a number of seconds from 0.1 to 3600"),
+    ("LOO_REQUEST_READ_SECONDS", "0", "'0' is not a number of seconds from 0.1 to 3600"),
+    ("LOO_REQUEST_READ_SECONDS", "nan", "'nan' is not a number of seconds from 0.1 to 3600")])
 def test_serve_with_a_bad_rate_limit_stops_before_it_listens(env, variable, value, said):
     """These were read in each gunicorn worker: `loo serve` said "serving on ...", then the
     worker failed to boot (a traceback, "Worker failed to boot", status 3). Now one line
