@@ -669,6 +669,15 @@ def test_retry_after_on_429_and_503_is_waited_for_within_retry_max(
     assert [x["status"] for x in log[:4]] == [429, 503, 503, 204]
 
 
+def _results_table(club: Club, owner: Owner, scoring: str) -> str:
+    """A results-mode club table of four (Ann deals first): its id."""
+    r = club.c.post(f"/v1/clubs/{owner.id}/tables", headers=owner.h(), json={
+        "variant": "loo", "scoring": scoring, "first_dealer": 0, "deal": "results",
+        "seats": [{"name": n} for n in ("Ann", "Bob", "Cat", "Dan")]})
+    assert r.status_code == 201, r.get_json()
+    return str(r.get_json()["id"])
+
+
 def test_a_hand_settled_webhook_gets_the_checkpoint_of_the_hand_that_won_the_game(
         club: Club, receiver: Receiver, private_ok: None) -> None:
     """API.md Checkpoints go out in webhooks, one after every settled hand. The hand that
@@ -683,11 +692,7 @@ def test_a_hand_settled_webhook_gets_the_checkpoint_of_the_hand_that_won_the_gam
     try:
         settled = owner.hook(receiver.url, ["hand_settled"])
         owner.hook(witness.url, ["hand_settled", "game_won"])
-        r = club.c.post(f"/v1/clubs/{owner.id}/tables", headers=owner.h(), json={
-            "variant": "loo", "scoring": "points", "first_dealer": 0, "deal": "results",
-            "seats": [{"name": n} for n in ("Ann", "Bob", "Cat", "Dan")]})
-        assert r.status_code == 201, r.get_json()
-        table = r.get_json()["id"]
+        table = _results_table(club, owner, "points")
         result = {"decisions": {str(s): "play" for s in range(4)},
                   "tricks": {"0": 5, "1": 0, "2": 0, "3": 0}}
         for _ in range(3):  # 5 points a hand: the third reaches the target, 15
@@ -721,11 +726,7 @@ def test_corrections_a_hand_voided_webhook_gets_the_voids_checkpoint_and_table_c
 
     owner = Owner(club)
     made = owner.hook(receiver.url, ["hand_voided", "table_closed"])
-    r = club.c.post(f"/v1/clubs/{owner.id}/tables", headers=owner.h(), json={
-        "variant": "loo", "scoring": "pool", "first_dealer": 0, "deal": "results",
-        "seats": [{"name": n} for n in ("Ann", "Bob", "Cat", "Dan")]})
-    assert r.status_code == 201, r.get_json()
-    table = r.get_json()["id"]
+    table = _results_table(club, owner, "pool")
     result = {"decisions": {str(s): "play" for s in range(4)},
               "tricks": {"0": 2, "1": 1, "2": 1, "3": 1}}
     for _ in range(2):

@@ -28,24 +28,24 @@ def test_loo_tail_names_a_bad_url_in_one_line(url: str) -> None:
     assert "--url" in r.output and "is not an http:// or https:// URL" in r.output
 
 
-@pytest.fixture
-def refusing_server() -> Iterator[str]:
-    """A server that answers every request 401 with a problem+json body, as the API does."""
+class _Quiet(BaseHTTPRequestHandler):
+    """A handler that logs nothing and answers whole bodies."""
 
-    class Refuse(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
-            body = json.dumps({"status": 401, "code": "invalid_token",
-                               "detail": "this token does not open this table"}).encode()
-            self.send_response(401)
-            self.send_header("Content-Type", "application/problem+json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def answer(self, status: int, content_type: str, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
-        def log_message(self, *args: object) -> None:
-            pass
+    def log_message(self, *args: object) -> None:
+        pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
+
+def _serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """Serve `handler` on a spare loopback port while the caller's generator is open."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"
@@ -54,13 +54,26 @@ def refusing_server() -> Iterator[str]:
         server.server_close()
 
 
+@pytest.fixture
+def refusing_server() -> Iterator[str]:
+    """A server that answers every request 401 with a problem+json body, as the API does."""
+
+    class Refuse(_Quiet):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            self.answer(401, "application/problem+json", json.dumps({
+                "status": 401, "code": "invalid_token",
+                "detail": "this token does not open this table"}).encode())
+
+    yield from _serving(Refuse)
+
+
 def test_loo_tail_says_why_the_service_refused_in_one_line(refusing_server: str) -> None:
     r = CliRunner().invoke(main, ["tail", "t1", "--token", "wrong", "--url", refusing_server])
     assert r.exit_code == 1, r.output
     assert r.output.strip() == "Error: HTTP 401 invalid_token: this token does not open this table"
 
 
-class _Feed(BaseHTTPRequestHandler):
+class _Feed(_Quiet):
     """An event stream of two events that then stays open (keep-alive comments), recording
     each request's path and Authorization; /missing answers a bare 404, as a server that is
     not the service does."""
@@ -89,21 +102,11 @@ class _Feed(BaseHTTPRequestHandler):
         except OSError:
             pass
 
-    def log_message(self, *args: object) -> None:
-        pass
-
 
 @pytest.fixture
 def feed() -> Iterator[str]:
     _Feed.seen = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Feed)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    yield from _serving(_Feed)
 
 
 @pytest.mark.parametrize(("args", "path"), [
@@ -177,7 +180,7 @@ def test_loo_tail_ends_on_ctrl_c_with_130_and_on_a_closed_pipe_with_141(feed) ->
     assert (done.returncode, done.stderr) == (141, "")
 
 
-class _Restarting(BaseHTTPRequestHandler):
+class _Restarting(_Quiet):
     """A feed that sends the events after Last-Event-ID it has, then ends the stream (as the
     service's does after LOO_SSE_MAX_SECONDS)."""
 
@@ -185,17 +188,9 @@ class _Restarting(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
         after = int(self.headers.get("Last-Event-ID") or 0)
-        body = b"".join(
+        self.answer(200, "text/event-stream", b"".join(
             f"id: {n}\nevent: seat_filled\ndata: {json.dumps({'version': n, 'data': {}})}\n\n"
-            .encode() for n in type(self).events if n > after)
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
+            .encode() for n in type(self).events if n > after))
 
 
 def test_loo_tail_waits_out_a_restarted_service_and_goes_on_where_it_was() -> None:

@@ -97,6 +97,13 @@ def browser() -> Iterator[Any]:
         shutil.rmtree(profile, ignore_errors=True)
 
 
+def retype(driver: Any, box_id: str, text: str) -> None:
+    """Clear the input `box_id` and type `text` into it."""
+    box = driver.find_element(By.ID, box_id)
+    box.clear()
+    box.send_keys(text)
+
+
 def settle(driver: Any, name: str) -> None:
     """Screenshot the page and assert the browser logged no error on it."""
     driver.save_screenshot(str(ARTEFACTS / f"{name}.png"))
@@ -395,6 +402,15 @@ def test_a_seat_asks_for_a_hint_and_plays_it(server, browser):
              .get_attribute("data-version") != version)
 
 
+def timed_table(url: str) -> tuple[dict[str, Any], str, str]:
+    """Ann with two heuristic bots, 5 s a turn, Ann deciding first: the answer, id, her token."""
+    seats = [{"name": "Ann"}, {"name": "Bob", "bot": "heuristic"},
+             {"name": "Cat", "bot": "heuristic"}]
+    created = post(f"{url}/v1/tables", {"seats": seats, "first_dealer": 2,
+                                        "options": {"turn_seconds": 5}})
+    return created, created["id"], created["seats"][0]["token"]
+
+
 def test_turn_timers_the_page_counts_the_seconds_down_and_says_the_table_moved_for_the_seat(
         server, browser):
     """README "Turn timers": at a table with options.turn_seconds the seat's page says it is
@@ -402,11 +418,7 @@ def test_turn_timers_the_page_counts_the_seconds_down_and_says_the_table_moved_f
     the table did for the seat. Before, nothing on the page told of a timer: the hand simply
     vanished under a player who looked away, and the next one was dealt."""
     url, _ = server
-    seats = [{"name": "Ann"}, {"name": "Bob", "bot": "heuristic"},
-             {"name": "Cat", "bot": "heuristic"}]
-    created = post(f"{url}/v1/tables", {"seats": seats, "first_dealer": 2,  # Ann decides first
-                                        "options": {"turn_seconds": 5}})
-    tid, token = created["id"], created["seats"][0]["token"]
+    created, tid, token = timed_table(url)
     browser.get(f"{url}/tables/{tid}#token={token}")
     clock = wait_for("the turn clock", lambda: (lambda c: c.is_displayed() and c)(
         browser.find_element(By.ID, "turn-clock")))
@@ -437,11 +449,7 @@ def test_turn_timers_the_page_says_the_table_waits_once_the_timers_rest(server, 
     and stayed so, while nothing moved. It says the table waits and why; the person's move
     starts the clock again."""
     url, _ = server
-    seats = [{"name": "Ann"}, {"name": "Bob", "bot": "heuristic"},
-             {"name": "Cat", "bot": "heuristic"}]
-    created = post(f"{url}/v1/tables", {"seats": seats, "first_dealer": 2,  # Ann decides first
-                                        "options": {"turn_seconds": 5}})
-    tid, token = created["id"], created["seats"][0]["token"]
+    created, tid, token = timed_table(url)
     browser.get(f"{url}/tables/{tid}#token={token}")
     # Hand 1: Ann's one turn times out (she drops), the bots finish it, hand 2 is dealt.
     view = wait_for("the timers resting with Ann to act", lambda: (lambda v: v if v[
@@ -898,12 +906,8 @@ def test_the_admin_enters_a_recorded_deal_through_the_form_and_the_hand_begins(
     assert browser.find_element(By.ID, "deal-hand-0").get_attribute("aria-invalid") is None
     assert browser.switch_to.active_element.get_attribute("id") == "deal-hand-1"
     settle_after_refusal(browser, "table-recorded-deal-refused")
-    box = browser.find_element(By.ID, "deal-hand-1")
-    box.clear()
-    box.send_keys("6-5 6-4 6-3 6-2 6-1")
-    turn_up = browser.find_element(By.ID, "deal-turn-up")
-    turn_up.clear()
-    turn_up.send_keys("6-6" + Keys.ENTER)  # a tile dealt already: a problem with no field
+    retype(browser, "deal-hand-1", "6-5 6-4 6-3 6-2 6-1")
+    retype(browser, "deal-turn-up", "6-6" + Keys.ENTER)  # dealt already: a problem, no field
     wait_for("the second refusal", lambda: "appears twice" in browser.find_element(
         By.ID, "deal-problem").text)
     assert browser.find_element(By.ID, "deal-hand-1").get_attribute("aria-invalid") is None
@@ -948,12 +952,8 @@ def test_s3_a_deal_refused_for_a_tile_entered_twice_marks_both_places(server, br
     assert problem.text.startswith("Not recorded: Hands: 6-6 appears twice in the deal (in "
                                    "seat 0's hand and in seat 1's hand)"), problem.text
     settle_after_refusal(browser, "table-recorded-deal-twice")
-    bob = browser.find_element(By.ID, "deal-hand-1")
-    bob.clear()
-    bob.send_keys("6-1 6-0 5-5 5-4 5-3")
-    turn_up = browser.find_element(By.ID, "deal-turn-up")
-    turn_up.clear()
-    turn_up.send_keys("6-6" + Keys.ENTER)
+    retype(browser, "deal-hand-1", "6-1 6-0 5-5 5-4 5-3")
+    retype(browser, "deal-turn-up", "6-6" + Keys.ENTER)
     wait_for("the turn-up refused", lambda: "as the turn-up" in browser.find_element(
         By.ID, "deal-problem").text)
     assert marked() == {"deal-hand-0", "deal-turn-up"}
