@@ -170,6 +170,13 @@ class EventStore(Protocol):
         """Events of all tables by increasing position; following it never skips one."""
         ...
 
+    def held_back(self, after_position: int) -> bool:
+        """Whether events after `after_position` have committed that `read_all` does not
+        give yet: it gives none past an appender still in progress with a lower position
+        (PostgreSQL; the other stores never hold one back). A follower that read nothing
+        new looks again soon when this is true: no later commit may come to wake it."""
+        ...
+
     def read_streams(self, table_ids: Collection[str], after_position: int = 0,
                      limit: int = 1000) -> list[StoredEvent]:
         """`read_all` restricted to the given tables (streams): their events by increasing

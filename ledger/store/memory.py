@@ -99,6 +99,9 @@ class MemoryStore:
         with self._lock:
             return self._all[after_position : after_position + limit]
 
+    def held_back(self, after_position: int) -> bool:
+        return False  # appends are serialised: every committed event is read
+
     def read_streams(self, table_ids: Collection[str], after_position: int = 0,
                      limit: int = 1000) -> list[StoredEvent]:
         wanted = set(table_ids)

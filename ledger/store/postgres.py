@@ -153,6 +153,7 @@ mark AS (
                       SELECT 1 FROM locks r WHERE r.locktype = 'transactionid' AND r.x = xip.x
                         AND NOT EXISTS (SELECT 1 FROM locks w WHERE w.locktype = 'advisory'
                                         AND w.vxid = r.vxid)))) AS m)"""
+_HELD_BACK = "SELECT EXISTS (SELECT 1 FROM events WHERE position > %s)"
 _READ_ALL = (_MARK + f" SELECT table_id, {_COLS} FROM events WHERE position > %s"
              " AND position < ((SELECT m FROM mark) << 20) ORDER BY position LIMIT %s")
 # read_streams: the given tables' events among the next STREAMS_WINDOW below the mark...
@@ -713,6 +714,14 @@ class PostgresStore:
         with self._conn() as conn:
             rows = conn.execute(_READ_ALL, (after_position, limit)).fetchall()
         return [StoredEvent(*r) for r in rows]
+
+    @_read_again
+    def held_back(self, after_position: int) -> bool:
+        """Committed events past the position that the mark still holds back (or any that
+        committed since the caller's read_all): visible to this snapshot, not below it."""
+        with self._conn() as conn:
+            row = conn.execute(_HELD_BACK, (after_position,)).fetchone()
+        return bool(row and row[0])
 
     @_read_again
     def read_streams(self, table_ids: Collection[str], after_position: int = 0,

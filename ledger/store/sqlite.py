@@ -226,6 +226,9 @@ class SqliteStore:
         return [StoredEvent(ti, v, p, t, h, loads(d), r, c, ph, hh)
                 for ti, v, p, t, h, d, r, c, ph, hh in rows]
 
+    def held_back(self, after_position: int) -> bool:
+        return False  # one writer at a time: every committed event is read
+
     def read_streams(self, table_ids: Collection[str], after_position: int = 0,
                      limit: int = 1000) -> list[StoredEvent]:
         loads = load_json

@@ -120,12 +120,27 @@ def test_postgres_read_all_waits_for_appends_in_progress_only(
         stored = store.append(tid, _event(0), 0)
         assert store.read_all(0, 10) == stored  # not held back by it
         assert store.last_position() == stored[0].position
+        assert not store.held_back(stored[0].position)
         with _appending(pg_url, postgres_backend.spec[2] or "") as appender:
             later = store.append(tid, _event(1), 1)
             assert store.read_all(0, 10) == stored  # held back: an older append is open
             assert store.last_position() == stored[0].position
+            # ...and said to be: a follower that read nothing new looks again soon (a
+            # webhook run returned "done", and the club's last events waited for its next).
+            assert store.held_back(stored[0].position)
             appender.rollback()
         assert store.read_all(0, 10) == stored + later
+        assert not store.held_back(later[0].position)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "memory"])
+def test_stores_that_hold_nothing_back_say_so(kind: str, request: pytest.FixtureRequest) -> None:
+    from ledger.store.memory import MemoryStore
+
+    store = MemoryStore() if kind == "memory" else request.getfixturevalue(
+        "sqlite_backend").store
+    stored = store.append(f"table-{uuid.uuid4().hex}", _event(0), 0)
+    assert not store.held_back(0) and not store.held_back(stored[0].position)
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
