@@ -5,6 +5,7 @@ one called a guard."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -34,7 +35,20 @@ def pages(club: Club, url: str, headers: dict[str, str], between: Any = None,
     raise AssertionError("the list never ended")
 
 
+def one_at_a_time(club: Club, h: dict[str, str], urls: list[str]) -> Callable[[], None]:
+    """A change made between pages: each call POSTs the next of `urls` (200), then none."""
+    left = iter(urls)
+
+    def post_next() -> None:
+        url = next(left, None)
+        if url is not None:
+            assert club.c.post(url, json={}, headers=h).status_code == 200
+
+    return post_next
+
+
 # ---- Lists: paging yields every item once, also while others leave the list ---------------
+
 
 def test_paging_a_club_list_skips_nobody_when_an_item_leaves_it_between_pages(club: Club):
     """The cursor was an offset into the list as filtered now: a token revoked, a webhook
@@ -59,26 +73,12 @@ def test_paging_a_club_list_skips_nobody_when_an_item_leaves_it_between_pages(cl
 
     lg.scorer = lg.owner  # (the scorer's token was revoked above)
     ms = [lg.member(n) for n in ("Ann", "Bob", "Cat", "Dan", "Eve")]
-    leaving = iter(ms[:2])
-
-    def archive() -> None:
-        mid = next(leaving, None)
-        if mid is not None:
-            r = club.c.post(lg.url(f"/members/{mid}/archive"), json={}, headers=h)
-            assert r.status_code == 200
-
+    archive = one_at_a_time(club, h, [lg.url(f"/members/{m}/archive") for m in ms[:2]])
     seen = pages(club, lg.url("/members?archived=false"), h, archive)
     assert set(ms[2:]) <= set(seen) and len(seen) == len(set(seen)), (ms, seen)
 
     ss = [lg.season(f"S{i}") for i in range(4)]
-    closing = iter(ss[:2])
-
-    def close() -> None:
-        sid = next(closing, None)
-        if sid is not None:
-            r = club.c.post(lg.url(f"/seasons/{sid}/close"), json={}, headers=h)
-            assert r.status_code == 200
-
+    close = one_at_a_time(club, h, [lg.url(f"/seasons/{s}/close") for s in ss[:2]])
     seen = pages(club, lg.url("/seasons?closed=false"), h, close)
     assert set(ss[2:]) <= set(seen) and len(seen) == len(set(seen)), (ss, seen)
 
