@@ -718,7 +718,8 @@ class ClubFeedResource(MethodView):
             token, the_clubs = bearer() or "", clubs()
             source.still_allowed = lambda: the_clubs.role_of(  # type: ignore[attr-defined]
                 the_clubs.load(club_id).club, token) is not None
-            return feeds.stream(led, source, feeds.start_position(after))
+            return feeds.stream(led, source, feeds.start_position(after),
+                                feeds.sent_limit(limit))
         from ledger.app.feed import club_feed, club_page
 
         found = club_page(ledger(), club_id, {t.table_id for t in loaded.club.tables}, after,

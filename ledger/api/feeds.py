@@ -46,8 +46,8 @@ SSE_CONTENT = {"schema": {"type": "string"},
 SSE_NOTE = ("With Accept: text/event-stream: Server-Sent Events, `id: <position>`, `event: "
             "<type>`, `data: <the event as in the JSON feed>` (the event that ends a settled "
             "hand, a hand_voided and a table_closed carry their signed `checkpoint`); a "
-            "comment line every 15 s when idle. The stream ends after a while: reconnect "
-            "with Last-Event-ID.")
+            "comment line every 15 s when idle. The stream ends after a while, or after "
+            "?limit= events when given: reconnect with Last-Event-ID.")
 
 
 def document(spec: dict[str, Any]) -> None:
@@ -152,9 +152,16 @@ class _Body:
                 release()
 
 
-def stream(ledger: Ledger, source: Source, after: int) -> Response:
-    """The SSE response for `source` from position `after`, or 503 when the process holds
-    its bound of open streams."""
+def sent_limit(limit: int) -> int | None:
+    """The ?limit= a client sent (already checked), None when it sent none: it bounds the
+    events one stream carries, as it bounds those of a JSON page (API.md Feeds: the same
+    URL); without it only LOO_SSE_MAX_SECONDS ends a stream."""
+    return limit if "limit" in request.args else None
+
+
+def stream(ledger: Ledger, source: Source, after: int, limit: int | None = None) -> Response:
+    """The SSE response for `source` from position `after` (at most `limit` events, then
+    the end), or 503 when the process holds its bound of open streams."""
     config: FeedConfig = current_app.extensions["loo_feed_config"]
     slots = _slots(config)
     if not slots.sem.acquire(blocking=False):
@@ -169,7 +176,7 @@ def stream(ledger: Ledger, source: Source, after: int) -> Response:
         hub.unsubscribe()
         slots.sem.release()
 
-    body = _Body(follow(source, hub, after, config, orjson.dumps), release)
+    body = _Body(follow(source, hub, after, config, orjson.dumps, limit=limit), release)
     resp = Response(body, mimetype=SSE, direct_passthrough=True)
     resp.headers["Cache-Control"] = "no-cache"
     resp.headers["X-Accel-Buffering"] = "no"  # a proxy in front must not buffer it

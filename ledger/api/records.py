@@ -116,7 +116,8 @@ class Events(MethodView):
                 the_clubs = clubs()  # the generator runs outside the app context
                 source.still_allowed = lambda: _still_opens(  # type: ignore[attr-defined]
                     led, the_clubs, table_id, token, viewer)
-            return feeds.stream(led, source, feeds.start_position(query["after"]))
+            return feeds.stream(led, source, feeds.start_position(query["after"]),
+                                feeds.sent_limit(query["limit"]))
         after, limit = query["after"], query["limit"]
         # Only events of the state `p` (redaction follows it, and a hand dealt since must not
         # pass as one already complete); `after` past the end reads nothing (and an integer

@@ -497,12 +497,15 @@ def sse_frame(position: int, kind: str, data: Any, dumps: Callable[[Any], bytes]
 
 def follow(source: Source, hub: Hub, after: int, config: FeedConfig,
            dumps: Callable[[Any], bytes], clock: Callable[[], float] = time.monotonic,
-           ) -> Iterator[bytes]:
+           limit: int | None = None) -> Iterator[bytes]:
     """The SSE body: every event after position `after`, then each as it is committed; a
-    comment line after `keepalive` seconds of silence; the end after `max_seconds`."""
+    comment line after `keepalive` seconds of silence; the end after `max_seconds`, or
+    once `limit` events went out (the feed's ?limit=: at most that many events in this
+    answer, as in the JSON feed; the client resumes with Last-Event-ID)."""
     end = clock() + config.max_seconds
     quiet_until = clock() + config.keepalive
     last = after
+    left = limit
     caught_up = False
     yield b"retry: 1000\n: following from position %d\n\n" % after
     while True:
@@ -534,7 +537,19 @@ def follow(source: Source, hub: Hub, after: int, config: FeedConfig,
             if check is not None and not check():
                 yield b": the token was revoked\n\n"
                 return
-        if events:
+        if events and left is not None:
+            # Bounded (?limit=): rendered for this stream alone, cut where the bound falls.
+            shown = source.render(events)[:left]
+            if shown:
+                yield b"".join(sse_frame(p, k, d, dumps) for p, k, d in shown)
+                left -= len(shown)
+                quiet_until = clock() + config.keepalive
+            if left <= 0:
+                yield b": %d events sent, as ?limit= asked: reconnect with Last-Event-ID " \
+                      b"for more\n\n" % (limit or 0)
+                return
+            last = max(last, events[-1].position)
+        elif events:
             if floor is None and hasattr(source, "scope"):  # live: rendered once per scope
                 chunk = _shared_frames(source, hub, events, dumps)  # type: ignore[arg-type]
             else:

@@ -199,3 +199,32 @@ def test_a_revocation_outside_the_tables_stream_ends_it_after_its_catch_up() -> 
     hub.unsubscribe()
     assert b"id: " not in body
     assert body.endswith(b": the token was revoked\n\n")
+
+
+def test_feeds_limit_ends_a_stream_after_that_many_events_live_too() -> None:
+    """?limit=n (API.md Feeds, the same URL as the JSON page): after its catch-up a stream
+    follows the hub, and a batch that crosses the bound is cut there: n events, then the
+    end, long before the stream's time limit."""
+    store = MemoryStore()
+    _writer(store, 4)  # caught up from the store: 4 of the 10
+    hub = Hub(store, poll=0.005)
+    hub.subscribe()
+    config = FeedConfig(keepalive=0.05, max_seconds=30, max_streams=1, poll=0.005)
+    body = follow(Everything(store), hub, 0, config, lambda d: json.dumps(d).encode(),
+                  limit=10)
+    writer = threading.Thread(target=_writer, args=(store, 40))
+    started = time.monotonic()
+    chunks: list[bytes] = []
+    try:
+        for chunk in body:
+            chunks.append(chunk)
+            if not writer.is_alive() and len(chunks) == 1:
+                writer.start()  # once the stream began: the rest comes live
+            if len(_ids(chunks)) > 10:
+                break
+    finally:
+        writer.join()
+        hub.unsubscribe()
+    assert _ids(chunks) == list(range(1, 11))
+    assert chunks[-1].startswith(b": 10 events sent")
+    assert time.monotonic() - started < 20
