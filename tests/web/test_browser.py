@@ -297,29 +297,70 @@ def post(url: str, body: Any, token: str | None = None) -> Any:
         return json.loads(r.read())
 
 
-def test_a_refused_move_shows_the_problem_detail_in_place(server, browser):
-    url, _ = server
-    seats = [{"name": "Ann"}, {"name": "Bot", "bot": "random"}]
-    created = post(f"{url}/v1/tables", {"seats": seats, "first_dealer": 0})
-    tid, token = created["id"], created["seats"][0]["token"]
-    # A page that has fallen behind: no event stream (blocked), and its polling stopped.
+def fall_behind(browser: Any, url: str, tid: str, token: str) -> None:
+    """Open the table's page and leave it behind: no event stream (blocked while it loads),
+    and its polling stopped, so it learns of nothing done elsewhere until it asks."""
     browser.execute_cdp_cmd("Network.enable", {})
     browser.execute_cdp_cmd("Network.setBlockedURLs", {"urls": [f"*/v1/tables/{tid}/events"]})
     try:
         browser.get(f"{url}/tables/{tid}#token={token}")
-        buttons = wait_for("Ann's moves", lambda: browser.find_elements(
-            By.CSS_SELECTOR, "#moves button.move:not([disabled])"))
+        wait_for("the table", lambda: browser.find_element(By.ID, "summary")
+                 .get_attribute("data-version"))
         wait_for("polling", lambda: browser.find_element(By.ID, "live").get_attribute(
             "data-why") == "unavailable")
     finally:
         browser.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
     browser.execute_script("for (let i = 0; i < 10000; i++) { clearInterval(i); clearTimeout(i); }")
+
+
+def test_a_move_someone_else_beat_says_so_in_plain_words_and_refreshes_the_table(
+        server, browser):
+    """API.md Conventions, 409 version_conflict: a move sent from a page that had fallen
+    behind was shown as the API words it ('Move refused: the table is at version 7, not 6:
+    read it again and retry with its current version'), which tells a player nothing. The
+    page says someone else moved first, and shows the table as it now is."""
+    url, _ = server
+    seats = [{"name": "Ann"}, {"name": "Bot", "bot": "random"}]
+    created = post(f"{url}/v1/tables", {"seats": seats, "first_dealer": 0})
+    tid, token = created["id"], created["seats"][0]["token"]
+    fall_behind(browser, url, tid, token)
+    buttons = browser.find_elements(By.CSS_SELECTOR, "#moves button.move:not([disabled])")
     move = get(f"{url}/v1/tables/{tid}", token)["legal_actions"][0]
     post(f"{url}/v1/tables/{tid}/actions", move, token)  # the same seat, from elsewhere
     buttons[0].click()  # the page's move is now stale
-    problem = wait_for("the refusal", lambda: (lambda p: p.is_displayed() and p.text)(
+    problem = wait_for("the refusal", lambda: (lambda p: p.is_displayed() and p)(
         browser.find_element(By.ID, "problem")))
-    assert problem.startswith("Move refused: ") and "version" in problem, problem
+    assert problem.text == ("Someone else moved first; the table has been refreshed. "
+                            "Look at it again before you move."), problem.text
+    assert problem.get_attribute("data-code") == "version_conflict"
+    now = get(f"{url}/v1/tables/{tid}", token)["version"]
+    assert browser.find_element(By.ID, "summary").get_attribute("data-version") == str(now)
+    browser.save_screenshot(str(ARTEFACTS / "table-moved-first.png"))
+    browser.get_log("browser")  # the 409 itself is logged by the browser: expected here
+
+
+def test_a_hand_another_scorer_entered_first_says_so_and_the_form_moves_on(server, browser):
+    """The same 409 on the results form: another scorer entered hand 1 first. The form says
+    so in words and now offers hand 2, instead of the API's talk of versions."""
+    url, _ = server
+    created = post(f"{url}/v1/tables", {"deal": "results", "first_dealer": 0, "seats": [
+        {"name": "Ann"}, {"name": "Bob"}]})
+    tid, admin = created["id"], created["admin_token"]
+    fall_behind(browser, url, tid, admin)
+    result = {"decisions": {"0": "play", "1": "play"}, "tricks": {"0": 3, "1": 2}}
+    post(f"{url}/v1/tables/{tid}/hands", {"result": result}, admin)  # from elsewhere
+    for seat, tricks in ((0, "3"), (1, "2")):
+        browser.find_element(By.CSS_SELECTOR,
+                             f"#result-decision-{seat} option[value=play]").click()
+        browser.find_element(By.ID, f"result-tricks-{seat}").send_keys(tricks)
+    browser.find_element(By.ID, "result-submit").click()
+    problem = wait_for("the refusal", lambda: (lambda p: p.is_displayed() and p)(
+        browser.find_element(By.ID, "result-problem")))
+    assert problem.text == ("Someone else changed this table first; the table has been "
+                            "refreshed. Check the hand before you enter it again.")
+    assert browser.find_element(By.ID, "enter-hand-number").text == "2"
+    assert get(f"{url}/v1/tables/{tid}", admin)["hand"]["number"] == 1  # entered once
+    browser.save_screenshot(str(ARTEFACTS / "table-entered-first.png"))
     browser.get_log("browser")  # the 409 itself is logged by the browser: expected here
 
 

@@ -67,6 +67,15 @@ export function problemText(r) {
   return text;
 }
 
+// A write refused because the table moved on since this page last read it (409
+// version_conflict: another seat, the scorer or the table's timer moved first). The API's
+// detail speaks of versions; a player is told what happened, and the page reads the table again.
+export function movedOn(r) {
+  return r.status === 409 && (r.data || {}).code === 'version_conflict';
+}
+export const MOVED_FIRST = 'Someone else moved first; the table has been refreshed. Look at it again before you move.';
+export const ENTERED_FIRST = 'Someone else changed this table first; the table has been refreshed. Check the hand before you enter it again.';
+
 export function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) {

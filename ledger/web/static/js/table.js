@@ -1,4 +1,4 @@
-import { api, backEl, el, fatal, newKey, problemText, reasonText, seatName, tileEl, tokenFor } from './api.js';
+import { ENTERED_FIRST, MOVED_FIRST, api, backEl, el, fatal, movedOn, newKey, problemText, reasonText, seatName, tileEl, tokenFor } from './api.js';
 import { wireCopyButtons } from './copy.js';
 import { followTable } from './sse.js';
 
@@ -14,9 +14,11 @@ let busy = false;
 let selected = new Set();
 let hint = null; // {version, action, why}: the expert's move for this seat, when asked
 
-function showProblem(text) {
+function showProblem(text, code = '') {
   const p = $('problem');
   p.textContent = text || '';
+  p.dataset.code = text ? code : '';
+  p.classList.toggle('notice', code === 'version_conflict');  // news, not the player's error
   p.hidden = !text;
 }
 
@@ -52,8 +54,12 @@ async function act(body) {
     headers: { 'Idempotency-Key': newKey() },
   });
   busy = false;
+  if (movedOn(r)) {  // the table moved on under this page: say so in words, show it as it is
+    if (await refresh()) showProblem(MOVED_FIRST, 'version_conflict');
+    return;
+  }
   if (!r.ok) {
-    showProblem('Move refused: ' + problemText(r));
+    showProblem('Move refused: ' + problemText(r), (r.data && r.data.code) || '');
     if (r.status === 409) await refresh();
     return;
   }
@@ -596,6 +602,7 @@ function clearEntryProblem(form) {
   const p = form.querySelector('.problem');
   p.hidden = true;
   p.textContent = '';
+  p.classList.remove('notice');
 }
 
 function showEntryProblem(form, r) {
@@ -631,6 +638,16 @@ async function enterHand(form, body) {
     headers: { 'Idempotency-Key': newKey() } });
   submit.disabled = false;
   entering = false;
+  if (movedOn(r)) {  // another scorer entered first: the form is for the hand after theirs
+    if (await refresh()) {
+      const p = form.querySelector('.problem');
+      p.textContent = ENTERED_FIRST;
+      p.dataset.code = 'version_conflict';
+      p.classList.add('notice');
+      p.hidden = false;
+    }
+    return;
+  }
   if (!r.ok) {
     showEntryProblem(form, r);
     if (r.status === 409) await refresh();
