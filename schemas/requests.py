@@ -6,6 +6,7 @@ from typing import Any
 
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
+from ledger.core.events import REGISTRY
 from ledger.core.names import NAME_MAX, name_problem
 from ledger.core.rules.bots import POLICIES
 from schemas.fields import Day, QueryInteger, SeatOrLots, TileField
@@ -217,9 +218,14 @@ class WebhookIn(WriteIn):
     url = fields.String(required=True, validate=validate.Length(min=1, max=2000), metadata={
         "description": "http(s) URL the events are POSTed to; one that resolves to a "
                        "loopback, private or link-local address is refused (422)"})
-    events = fields.List(fields.String(validate=validate.Length(min=1, max=60)),
-                         required=True, validate=validate.Length(min=1, max=100), metadata={
-                             "description": 'event types to deliver, or ["*"] for all'})
+    events = fields.List(
+        fields.String(validate=validate.Length(min=1, max=60),
+                      metadata={"enum": ["*", *sorted(REGISTRY)]}),
+        required=True, validate=validate.Length(min=1, max=100), metadata={
+            "uniqueItems": True,
+            "description": 'event types to deliver, each once, or ["*"] (alone) for all; '
+                           "an unknown type, or one named twice, is a 422 `invalid_events` "
+                           "(its `valid` lists the types)"})
 
 
 class MemberIn(WriteIn):

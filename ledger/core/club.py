@@ -189,12 +189,29 @@ def add_table(c: Club, e: ev.ClubTableAdded) -> list[ev.Event]:
 MAX_WEBHOOKS = 20  # live endpoints per club
 
 
+def webhook_event_types() -> list[str]:
+    """What a webhook's `events` may name (besides "*" alone): every event type of the
+    club feed, that is of the catalogue."""
+    return sorted(ev.REGISTRY)
+
+
 def add_webhook(c: Club, e: ev.WebhookAdded) -> list[ev.Event]:
     events = set(e.events)
-    unknown = sorted(events - set(ev.REGISTRY) - {"*"})
-    if unknown or not events or ("*" in events and len(events) > 1):
-        raise Invalid("invalid_events", 'events: ["*"] or a list of event types'
-                      + (f"; unknown: {', '.join(unknown)}" if unknown else ""), field="events")
+    valid = webhook_event_types()
+    unknown = sorted(events - set(valid) - {"*"})
+    if unknown:
+        raise Invalid("invalid_events", f"events: unknown event type(s) {', '.join(unknown)}; "
+                      f'give ["*"] or a list of these: {", ".join(valid)}', field="events",
+                      unknown=unknown, valid=valid)
+    twice = sorted({t for t in e.events if e.events.count(t) > 1})
+    if twice:
+        # A list naming a type twice asks for nothing more; kept as sent, it would show
+        # so in every GET: refused, as a query parameter given twice is.
+        raise Invalid("invalid_events", f"events: {', '.join(twice)} given more than once; "
+                      "name each event type once", field="events", duplicates=twice)
+    if not events or ("*" in events and len(events) > 1):
+        raise Invalid("invalid_events", 'events: ["*"] alone, or a list of event types',
+                      field="events", valid=valid)
     if sum(not w.removed for w in c.webhooks) >= MAX_WEBHOOKS:
         raise Invalid("too_many_webhooks", f"a club has at most {MAX_WEBHOOKS} webhooks")
     return [e]

@@ -752,3 +752,30 @@ def test_corrections_a_hand_voided_webhook_gets_the_voids_checkpoint_and_table_c
     feed = {d["position"]: d for d in owner.feed() if d["stream"] == table}
     assert [feed[d["position"]].get("checkpoint") for d in docs] == checkpoints[2:]
     _log_of(owner, made["id"], 2)
+
+
+def test_webhooks_events_unknown_types_are_refused_with_the_valid_ones(club: Club) -> None:
+    """API.md Webhooks: `events` is a list of event types or ["*"]. An unknown one is a 422
+    whose `detail` and `valid` list every type it could have named (before: only the
+    unknown ones were named)."""
+    owner = Owner(club)
+    r = club.c.post(f"/v1/clubs/{owner.id}/webhooks", headers=owner.h(),
+                    json={"url": "https://93.184.215.14/x", "events": ["hand_setled", "*x"]})
+    j = club.problem(r, 422, "invalid_events")
+    assert j["unknown"] == ["*x", "hand_setled"]
+    assert "hand_settled" in j["valid"] and "table_closed" in j["valid"]
+    assert "hand_settled" in j["detail"] and "hand_setled" in j["detail"]
+
+
+@pytest.mark.parametrize("events", [["hand_settled", "hand_settled"], ["*", "*"],
+                                    ["game_won", "hand_settled", "game_won"]])
+def test_webhooks_events_named_twice_are_refused(club: Club, events: list[str]) -> None:
+    """A type named twice asks for nothing more and was kept as sent (every GET showed the
+    list with its duplicate): a 422 naming it, nothing added."""
+    owner = Owner(club)
+    r = club.c.post(f"/v1/clubs/{owner.id}/webhooks", headers=owner.h(),
+                    json={"url": "https://93.184.215.14/x", "events": events})
+    j = club.problem(r, 422, "invalid_events")
+    assert j["duplicates"] == [events[0]] and events[0] in j["detail"]
+    assert club.c.get(f"/v1/clubs/{owner.id}/webhooks", headers=owner.h()).get_json()[
+        "items"] == []
