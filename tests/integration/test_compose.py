@@ -30,9 +30,44 @@ API_ONLY_VARS = ("LOO_TRUSTED_PROXIES", "LOO_MAX_BODY_BYTES", *LIMIT_ENV_VARS)
 NGINX_CONF = ROOT / "deploy" / "nginx.conf"
 
 
+# Compose's interpolation of the operator's environment (and .env): ${VAR}, ${VAR:-default},
+# ${VAR-default}; $$ is a dollar.
+INTERPOLATED = re.compile(r"\$\$|\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)"
+                          r"(?:(?P<op>:?-)(?P<default>[^}]*))?\}")
+
+
+def interpolate(value: Any, host: dict[str, str]) -> Any:
+    """A compose value as docker compose gives it to the container, the host's environment
+    being `host` (a variable unset there and without a default is empty, as compose has it)."""
+    if not isinstance(value, str):
+        return value
+
+    def one(m: re.Match[str]) -> str:
+        if m.group(0) == "$$":
+            return "$"
+        name, op = m.group("name"), m.group("op")
+        if op == ":-" and not host.get(name):
+            return m.group("default")
+        if op == "-" and name not in host:
+            return m.group("default")
+        return host.get(name, "")
+
+    return INTERPOLATED.sub(one, value)
+
+
+def compose_services(host: dict[str, str]) -> dict[str, Any]:
+    """The services, each `environment` interpolated from the host's environment `host`."""
+    found = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
+    for service in found.values():
+        env = service.get("environment")
+        if isinstance(env, dict):
+            service["environment"] = {k: interpolate(v, host) for k, v in env.items()}
+    return found
+
+
 @pytest.fixture(scope="module")
 def services() -> dict[str, Any]:
-    return yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
+    return compose_services({})
 
 
 def test_compose_has_postgres_redis_api_proxy_and_worker(services: dict[str, Any]) -> None:
@@ -127,6 +162,28 @@ def test_the_api_trusts_exactly_the_proxy_in_front(services: dict[str, Any]) -> 
     assert re.search(r"proxy_set_header\s+X-Forwarded-Proto\s+\$scheme;", conf)
     # The proxy's body cap is the API's (LOO_MAX_BODY_BYTES default, 8 MiB).
     assert re.search(r"client_max_body_size\s+8m;", conf)
+
+
+# The services whose processes sign checkpoints or check them (serving, auditing, settling
+# hands, `docker compose run --rm worker loo ...`).
+CHECKPOINT_SERVICES = APP_SERVICES
+
+
+@pytest.mark.parametrize("name", CHECKPOINT_SERVICES)
+def test_checkpoint_retired_keys_pass_through_to_every_service_that_signs(name: str) -> None:
+    """README "Rotating the checkpoint key" step 3: the operator sets
+    LOO_CHECKPOINT_RETIRED_KEYS (in .env or the shell) and every process must get it; the
+    compose file passed nothing, so after a rotation every table signed before failed its
+    audit. Empty by default (no key retired yet)."""
+    raw = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"][name]
+    assert "${LOO_CHECKPOINT_RETIRED_KEYS" in str(raw["environment"].get(
+        "LOO_CHECKPOINT_RETIRED_KEYS")), raw["environment"]
+    assert compose_services({})[name]["environment"]["LOO_CHECKPOINT_RETIRED_KEYS"] == ""
+    assert Settings.from_env(compose_services({})[name]["environment"]
+                             ).checkpoint_retired_keys == ()
+    retired = "ab" * 32  # a public key (hex) a rotation printed
+    env = compose_services({"LOO_CHECKPOINT_RETIRED_KEYS": retired})[name]["environment"]
+    assert Settings.from_env(env).checkpoint_retired_keys == (retired,)
 
 
 def test_compose_config_validates(tmp_path: Path) -> None:
