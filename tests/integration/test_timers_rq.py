@@ -9,12 +9,16 @@ from typing import Any
 import pytest
 from rq.job import JobStatus
 
+from ledger.api.app import create_app
 from ledger.app.service import Ledger
+from ledger.bootstrap import Container, Settings
 from ledger.core import commands as c
 from ledger.core.rules.actions import Decide
 from ledger.core.rules.timers import timers_idle
 from ledger.store.base import EventStore
-from tests.integration.worker_helpers import kill9, seeded, wait_until, worker_process
+from tests.e2e.club import Club, Table
+from tests.e2e.test_api_timers_wake import DESKS, WAKES, Rig
+from tests.integration.worker_helpers import drain, kill9, seeded, wait_until, worker_process
 from workers.queue import RqDispatcher, rq_job_id
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
@@ -102,3 +106,27 @@ def test_rq_turn_timers_rest_once_a_hand_was_played_by_the_timers_alone(
             time.sleep(0.2)
     finally:
         kill9(worker)
+
+
+@pytest.fixture
+def rig(db_url: str, store: EventStore, queue: Any, worker_ledger: Ledger) -> Rig:
+    """The app as `loo serve` composes it with REDIS_URL set; `drain(queue)` is the worker
+    (its burst run leaves the timers rq's scheduler holds scheduled)."""
+    dispatcher = RqDispatcher(queue)
+    led = Ledger(store, dispatcher)
+    app = create_app(Container(Settings(database_url=db_url, queue_name=queue.name), store,
+                               queue, dispatcher, led))
+    app.config["TESTING"] = True
+
+    def scheduled(t: Table, version: int) -> bool:
+        job = queue.fetch_job(rq_job_id(f"timeout:{t.id}:{version}"))
+        return job is not None and job.get_status() == JobStatus.SCHEDULED
+
+    return Rig(Club(app.test_client()), led, lambda: drain(queue), scheduled)
+
+
+@pytest.mark.parametrize("desk", DESKS)
+@pytest.mark.parametrize("wake", WAKES, ids=lambda f: f.__name__)
+def test_rq_turn_timers_resting_wake_at_a_person_or_the_admin(rig: Rig, wake, desk: str) -> None:
+    # tests/e2e/test_api_timers_wake.py's paths, the follow-ups and timers through RQ.
+    wake(rig, desk)

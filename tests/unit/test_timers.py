@@ -48,15 +48,15 @@ class Scheduler:
         self.timers.append((at, job_id, args))
 
 
-def make(seconds: int = 5, seats: int = 4, bots: tuple = (), **options) -> tuple[Ledger, str,
-                                                                               Scheduler, Clock]:
+def make(seconds: int = 5, seats: int = 4, bots: tuple = (), scoring: str = "pool",
+         **options) -> tuple[Ledger, str, Scheduler, Clock]:
     counter = itertools.count()
     d, clock = Scheduler(), Clock()
     led = Ledger(MemoryStore(), d, seeds=lambda: next(counter).to_bytes(32, "big"), clock=clock)
     d.ledger = led
     names = tuple((f"P{i}", "heuristic" if i in bots else None) for i in range(seats))
     table_id, _tokens, _p = led.create_table(c.CreateTable(
-        variant="loo", scoring="pool", seats=names, first_dealer=0, deal="shuffled",
+        variant="loo", scoring=scoring, seats=names, first_dealer=0, deal="shuffled",
         options={"turn_seconds": seconds, **options}))
     return led, table_id, d, clock
 

@@ -98,6 +98,22 @@ def test_the_admin_starting_a_hand_wakes_the_timers():
         assert handlers.timer_owed(p) is not None
 
 
+def test_the_admin_starting_a_hand_wakes_the_timers_with_auto_deal_too():
+    # With auto_deal the admin deals only after a void: here of the hand the timers played
+    # alone, which won a points game (target 1). The deal is the admin's: it wakes them.
+    led, table_id, d, clock = make(seconds=8, bots=(0, 2, 3), scoring="points", target=1)
+    _time_out_hand(led, table_id, clock)
+    p = led.load(table_id)
+    assert p.table.status == "finished" and timers_idle(p.table)
+    led.execute(table_id, c.VoidHand(1, "nobody was there"))
+    led.execute(table_id, c.StartHand())
+    p = led.load(table_id)
+    assert p.table.hand.number == 2 and p.table.bots[p.table.hand.turn] is None
+    assert not timers_idle(p.table) and handlers.timer_owed(p) is not None
+    assert _scheduled_at(d, table_id, p.version)
+    assert not timers_idle(project(led.store.load(table_id)).table)  # a fold from scratch
+
+
 def test_all_bot_tables_play_on_with_turn_timers():
     led, table_id, _d, _clock = make(seconds=8, bots=(0, 1, 2, 3), max_hands=3)
     p = led.load(table_id)

@@ -64,7 +64,8 @@ class Table:
     season: str | None = None
     members: tuple[str | None, ...] = ()
     # Turn timers: in the last complete hand every person's turn timed out (no person acted)
-    # and no person has acted since (ledger.core.rules.timers.timers_idle).
+    # and no person has acted since, nor has an admin started a hand
+    # (ledger.core.rules.timers.timers_idle).
     unattended: bool = False
 
     @property
@@ -320,7 +321,10 @@ def _dealer(t: Draft, e: ev.DealerChosen) -> None:
 
 
 def _hand_started(t: Draft, e: ev.HandStarted) -> None:
-    if not t.opts.auto_deal:  # an admin started it (auto_deal deals the next one itself)
+    # Turn timers (API.md): an admin starting a hand wakes them. Without auto_deal every hand
+    # is the admin's; with it the service deals each next hand itself, in the batch that
+    # settles the hand before, and the admin deals one only after that hand was voided.
+    if not t.opts.auto_deal or (t.hand is not None and t.hand.number in t.voided):
         t.unattended = False
     t.hand = hd.new_hand(e.number, e.dealer, t.opts, e.mode, t.pool, e.commitment)
     t.settled, t.dealer, t.seed = False, e.dealer, None
