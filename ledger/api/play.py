@@ -143,7 +143,9 @@ class VoidHandResource(MethodView):
         the hand; a game that hand won is un-won. The hand stays in the record, marked
         voided. Only the latest settled hand of a table that has not started another (422
         naming the one that may be voided); to correct an older hand, void back to it. The
-        next hand is dealt by the voided hand's dealer; a results hand may be entered again."""
+        next hand is dealt by the voided hand's dealer; a results hand may be entered again.
+        At a table closed after that hand (by its admin or max_hands) the void undoes the
+        close too (`reopened`): the table plays on, as before the hand."""
         viewer, written = write(table_id, body, lambda v, p: c.VoidHand(number, body["reason"]),
                                 admin_only=True)
         return write_response(table_id, viewer, written)

@@ -225,13 +225,25 @@ def hand_events(stored: Sequence[Any], number: int) -> list[Any]:
     run (with the table-level events that fell in it, ev.ASIDE, so the hand's chain links),
     as the NDJSON export cuts it, and its hand_voided when it was voided later, after other
     hands (voided back to it: API.md "Corrections")."""
+    voids = [s for s in stored if s.hand == number and s.type == "hand_voided"]
     run: list[Any] = []
     for s in stored:
-        if run and not (s.hand == number and s.type != "hand_started"
-                        or s.hand is None and s.type in ev.ASIDE):
+        if run and not in_run(s, number, voids[-1] if voids else None):
             break
         run.append(s)
     return run + [s for s in stored[len(run):] if s.hand == number and s.type == "hand_voided"]
+
+
+def in_run(s: Any, number: int, void: Any) -> bool:
+    """Whether event `s` continues hand `number`'s run (its file's events in one run of
+    versions): the hand's own events, the table-level asides that fall in it, and a close
+    of the table that the hand's `void` (its hand_voided, None if it has none) follows, so
+    the chain links from the hand to that void (a void at a closed table undoes the close:
+    ledger/core/rules/table.py `void`; nothing but asides comes between)."""
+    if s.hand == number:
+        return s.type != "hand_started"
+    return s.hand is None and (s.type in ev.ASIDE or s.type == "table_closed"
+                               and void is not None and void.version > s.version)
 
 
 def table_history(table_id: str, load: Callable[[int, int], Sequence[RawEvent]], up_to: int,
@@ -303,8 +315,7 @@ def _files(table_id: str, load: Callable[[int, int], Sequence[RawEvent]], up_to:
         if not page:
             break
         for s in page:
-            if current and (s.hand == number and s.type != "hand_started"
-                            or s.hand is None and s.type in ev.ASIDE):
+            if current and in_run(s, number, voids.get(number)):
                 current.append(s)
                 continue
             if current:  # the hand is over: its file, and the table after it

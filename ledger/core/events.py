@@ -330,6 +330,7 @@ class HandVoided(Event):
     score_changes: tuple[tuple[int, int], ...]  # (seat, delta), each original delta negated
     totals: tuple[int, ...]  # the scores after the void
     unwon: bool = False  # the hand had won the game: the game goes on
+    reopened: bool = False  # the table had closed after the hand: the close is undone too
 
 
 @_event("game_won")

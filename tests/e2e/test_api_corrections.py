@@ -3,6 +3,8 @@ never edited, balances, pool and scores go back, the audit still holds."""
 
 from __future__ import annotations
 
+import json
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -142,3 +144,124 @@ def test_voiding_back_reaches_at_most_64_hands(club: Club):
     p = club.problem(_void(club, t, 2), 422, "not_latest_settled_hand")
     assert p["may_void"] is None
     assert club.get(t, path="/audit").get_json()["ok"] is True
+
+
+def _audit_green(club: Club, t: Table) -> None:
+    audit = club.get(t, path="/audit").get_json()
+    assert audit["ok"] is True and all(v is True for v in audit["checks"].values()), audit
+
+
+def test_corrections_a_table_closed_by_max_hands_voids_its_last_hand_and_plays_it_again(
+        club: Club):
+    """API.md Corrections: the latest settled hand of a table that has not started another
+    may be voided, also once max_hands closed the table after it (a correction of a finished
+    evening is when a void is needed). The void undoes the close as it un-wins a game
+    (`reopened`): the table plays on, the hand is entered again and max_hands closes it
+    again; chips sum to zero, the audit and the checkpoints hold."""
+    t, right = _results(club, max_hands=2), _results(club, max_hands=2)
+    for x in (t, right):
+        _enter(club, x, HAND_A)
+    _enter(club, t, HAND_A)  # the scorer's mistake: hand 2 was HAND_B
+    _enter(club, right, HAND_B)
+    assert club.view(t)["status"] == "closed"
+    r = _void(club, t, 2)
+    assert r.status_code == 200, r.get_json()
+    [voided] = r.get_json()["events"]
+    assert voided["type"] == "hand_voided" and voided["data"]["reopened"] is True
+    view = club.view(t)
+    assert view["status"] == "playing"
+    book = club.get(t, path="/ledger").get_json()
+    assert sum(book["balances"].values()) == 0
+    cps = club.get(t, path="/checkpoints").get_json()["items"]
+    assert (cps[-1]["version"], cps[-1]["hash"]) == (voided["version"], voided["hash"])
+    _audit_green(club, t)
+    _enter(club, t, HAND_B)  # entered again: the table closes itself again
+    assert club.view(t)["status"] == "closed"
+    assert _state(club, t)[:3] == _state(club, right)[:3]
+    assert club.get(t, path="/ledger").get_json()["balances"] == \
+        club.get(right, path="/ledger").get_json()["balances"]
+    assert club.get(t, path="/hands/2").get_json()["hand"]["voided"] is True
+    _audit_green(club, t)
+
+
+def test_corrections_a_game_won_then_closed_is_unwon_and_reopened_by_the_void(club: Club):
+    """API.md Corrections: "a game won by that hand is un-won", also after its admin closed
+    the table: the void gives back the points, un-wins the game and undoes the close."""
+    t = _results(club, "points", target=3)
+    _enter(club, t, HAND_A)
+    assert club.post(t, "/close", {}).status_code == 200
+    assert club.view(t)["status"] == "closed"
+    r = _void(club, t, 1)
+    assert r.status_code == 200, r.get_json()
+    data = r.get_json()["events"][0]["data"]
+    assert data["unwon"] is True and data["reopened"] is True
+    view = club.view(t)
+    assert (view["status"], view["winner"]) == ("playing", None)
+    assert [s["score"] for s in view["seats"]] == [0, 0, 0, 0]
+    _audit_green(club, t)
+    _enter(club, t, HAND_B)
+    _audit_green(club, t)
+
+
+def test_corrections_a_closed_pool_game_voids_its_last_hand_and_closes_again(club: Club):
+    """A pool game its admin closed: the void gives the pool back as before the hand; the
+    close is undone (its leftover is no longer the pool) and closing again reports the new
+    leftover."""
+    t = _results(club)
+    _enter(club, t, HAND_A)
+    _enter(club, t, HAND_B)
+    assert club.post(t, "/close", {}).status_code == 200
+    assert _void(club, t, 2).status_code == 200
+    after_one = _results(club)
+    _enter(club, after_one, HAND_A)
+    assert _state(club, t)[:3] == _state(club, after_one)[:3]
+    _audit_green(club, t)
+    closed = club.post(t, "/close", {})
+    assert closed.status_code == 200, closed.get_json()
+    assert closed.get_json()["leftover"] == club.view(after_one)["pool"]
+    _audit_green(club, t)
+
+
+def test_corrections_a_hand_abandoned_at_the_close_leaves_nothing_to_void(club: Club):
+    """A table closed during a hand (abandoned): that hand never settled and the hand before
+    it is not the latest, so nothing may be voided (422, nothing appended)."""
+    t = club.create(seats=FOUR, first_dealer=0, options={"auto_deal": False})
+    assert club.start(t).status_code == 200
+    assert club.post(t, "/close", {}).status_code == 200
+    version = club.view(t)["version"]
+    p = club.problem(_void(club, t, 1), 422, "not_latest_settled_hand")
+    assert "abandoned" in p["detail"] and p["may_void"] is None
+    assert club.view(t)["version"] == version
+
+
+def test_corrections_a_hand_voided_after_the_close_exports_verifies_and_imports(club: Club):
+    """API.md Hand history: a hand voided after the table closed stays in the exports,
+    marked voided; the NDJSON (the close between the hand and its void included in that
+    hand's file, so the chain links) verifies as a stream, and a club import of it gives the
+    same books."""
+    from ledger.app.verify import verify_stream
+    from tests.e2e.test_api_clubs import League
+
+    t = _results(club, max_hands=2)
+    _enter(club, t, HAND_A)
+    _enter(club, t, HAND_A)
+    assert club.post(t, "/spectators", {}).status_code == 201  # an aside after the close
+    assert _void(club, t, 2).status_code == 200
+    _enter(club, t, HAND_B)
+    ndjson = club.get(t, path="/history").data
+    docs = [json.loads(x) for x in ndjson.splitlines()]
+    assert [d["hand"]["voided"] for d in docs] == [False, True, False]
+    assert [e["type"] for e in docs[1]["events"]][-3:] == [
+        "table_closed", "spectator_added", "hand_voided"]
+    assert club.get(t, path="/hands/2/history").get_json() == docs[1]
+    assert len(list(verify_stream(enumerate(docs, 1)))) == 3
+    lg = League(club)
+    r = club.c.post(lg.url("/tables/import"), data=ndjson,
+                    headers=lg.h(lg.scorer) | {"Content-Type": "application/x-ndjson"})
+    assert r.status_code == 201, r.get_json()
+    copy = Table(r.get_json()["id"], r.get_json()["admin_token"], [], r.get_json())
+    copy.admin = lg.scorer
+    assert club.get(copy, path="/ledger").get_json()["balances"] == \
+        club.get(t, path="/ledger").get_json()["balances"]
+    assert club.view(copy)["status"] == "closed"
+    _audit_green(club, copy)

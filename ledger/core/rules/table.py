@@ -216,12 +216,19 @@ def revoke_spectator(t: Table, id_: str) -> list[ev.Event]:
 
 def void(t: Table, number: int, reason: str) -> list[ev.Event]:
     """API.md Corrections: the latest settled hand of a table that has not started another
-    is voided by compensating events; its record stays. Older hands: void back to them."""
-    if t.status == "closed":
-        raise Invalid("table_closed", "the table is closed: its hands can no longer be voided")
+    is voided by compensating events; its record stays. Older hands: void back to them.
+
+    A table closed after that hand (by its admin, or by max_hands) has started no other: the
+    void undoes the close as it un-wins a game (`reopened`), so the table is as before the
+    hand, playing, and the corrected hand may be entered; closing again reports the pool
+    left over then. A hand abandoned at the close never settled: nothing is voidable."""
     latest = t.hand.number if t.hand is not None else 0
     if not 1 <= number <= latest:
         raise NotFound("hand_not_found", f"hand {number} has not been played at this table")
+    if not t.settled and t.status == "closed":
+        raise Invalid("not_latest_settled_hand", f"hand {latest} was abandoned when the table "
+                      "closed: it never settled, and the hands before it are not the latest; "
+                      "nothing at this table may be voided", may_void=None)
     if not t.settled:
         raise Invalid("not_latest_settled_hand", f"hand {latest} is being played: finish it "
                       "first; only the latest settled hand of a table that has not started "
@@ -238,9 +245,14 @@ def void(t: Table, number: int, reason: str) -> list[ev.Event]:
     book = t.voidable[-1]
     back = tuple(reversed([(dst, src, amount) for src, dst, amount in book.flows]))
     points = tuple((seat, -delta) for seat, delta in reversed(book.points))
+    # A game is won (finished, or closed after it was won) only by the hand that won it: no
+    # hand starts after a win, so the latest settled hand of a won game is the winning one.
+    won = t.status == "finished" or (t.status == "closed"
+                                     and (t.winner is not None or bool(t.tied)))
     return [ev.HandVoided(number=number, reason=reason, transfers=back, score_changes=points,
-                          totals=book.scores_before, unwon=t.status == "finished"
-                          and book.status_before != "finished")]
+                          totals=book.scores_before,
+                          unwon=won and book.status_before != "finished",
+                          reopened=t.status == "closed")]
 
 
 def _check_open(t: Table) -> None:
@@ -430,6 +442,8 @@ def _voided(t: Draft, e: ev.HandVoided) -> None:
     t.dealer = book.dealer  # the voided deal does not count: the same dealer deals again
     if e.unwon:
         t.status, t.winner, t.tied = book.status_before, book.winner_before, book.tied_before
+    if e.reopened:  # the close after the hand is undone: the table is as before the hand
+        t.status = book.status_before
 
 
 def _won(t: Draft, e: ev.GameWon) -> None:
