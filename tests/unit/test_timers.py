@@ -49,14 +49,15 @@ class Scheduler:
 
 
 def make(seconds: int = 5, seats: int = 4, bots: tuple = (), scoring: str = "pool",
+         bot: str = "heuristic", first_dealer: int = 0,
          **options) -> tuple[Ledger, str, Scheduler, Clock]:
     counter = itertools.count()
     d, clock = Scheduler(), Clock()
     led = Ledger(MemoryStore(), d, seeds=lambda: next(counter).to_bytes(32, "big"), clock=clock)
     d.ledger = led
-    names = tuple((f"P{i}", "heuristic" if i in bots else None) for i in range(seats))
+    names = tuple((f"P{i}", bot if i in bots else None) for i in range(seats))
     table_id, _tokens, _p = led.create_table(c.CreateTable(
-        variant="loo", scoring=scoring, seats=names, first_dealer=0, deal="shuffled",
+        variant="loo", scoring=scoring, seats=names, first_dealer=first_dealer, deal="shuffled",
         options={"turn_seconds": seconds, **options}))
     return led, table_id, d, clock
 

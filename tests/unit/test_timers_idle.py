@@ -5,11 +5,15 @@ Time is driven by the injected clock; the timer job is called with its scheduled
 
 from __future__ import annotations
 
+import pytest
+
 from ledger.app import handlers
 from ledger.app.projector import project
 from ledger.app.service import Ledger
 from ledger.app.views import Viewer, table_view
 from ledger.core import commands as c
+from ledger.core.rules.actions import Decide
+from ledger.core.rules.bots import POLICIES
 from ledger.core.rules.legal import legal_actions
 from ledger.core.rules.timers import timers_idle
 from tests.unit.test_timers import Clock, Scheduler, make
@@ -120,3 +124,48 @@ def test_all_bot_tables_play_on_with_turn_timers():
     assert p.table.status == "closed" and p.table.hand.number == 3
     assert not p.table.unattended and not timers_idle(p.table)
     assert not [s for s in led.store.load(table_id) if s.type == "turn_timed_out"]
+
+
+def _drops(view, legal, rng):
+    """A bot that drops whenever it may: with every bot out the dealer wins without play."""
+    return next((a for a in legal if isinstance(a, Decide) and a.choice == "drop"), legal[0])
+
+
+@pytest.fixture
+def droppers(monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setitem(POLICIES, "dropper", (_drops, "1"))
+    return "dropper"
+
+
+def _without_the_person(led: Ledger, table_id: str, number: int) -> None:
+    """Hand `number` was played without a turn for the table's person (P0): its dealer, who
+    won it without play when every bot dropped (RULES.md §4)."""
+    events = [s for s in led.store.load(table_id) if s.hand == number]
+    assert [s for s in events if s.type == "hand_completed"]
+    assert not [s for s in events if s.type == "turn_timed_out"]
+    assert not [s for s in events if s.data.get("seat") == 0
+                and s.type in ("player_decided", "tiles_discarded", "tile_played")]
+
+
+def test_a_hand_with_no_person_turn_leaves_resting_timers_resting(droppers):
+    # Hand 1 (dealer P3): P0's turn times out; hand 2 (dealer P0): every bot drops and P0
+    # wins without play, no person's turn in it; hand 3: P0's turn, the timers still rest.
+    led, table_id, d, clock = make(seconds=8, bots=(1, 2, 3), bot=droppers, first_dealer=3)
+    assert _time_out_hand(led, table_id, clock) == 1
+    p = led.load(table_id)
+    assert p.table.hand.number == 3 and p.table.hand.turn == 0
+    _without_the_person(led, table_id, 2)
+    assert timers_idle(p.table) and handlers.timer_owed(p) is None
+    assert not _scheduled_at(d, table_id, p.version)
+    assert timers_idle(project(led.store.load(table_id)).table)
+
+
+def test_a_hand_with_no_person_turn_leaves_awake_timers_awake(droppers):
+    # Hand 1 (dealer P0): every bot drops, P0 wins without play; hand 2: P0 is on the clock.
+    led, table_id, d, _clock = make(seconds=8, bots=(1, 2, 3), bot=droppers, first_dealer=0)
+    p = led.load(table_id)
+    assert p.table.hand.number == 2 and p.table.hand.turn == 0
+    _without_the_person(led, table_id, 1)
+    assert not timers_idle(p.table) and handlers.timer_owed(p) == (0, 8)
+    assert _scheduled_at(d, table_id, p.version)
+    assert not timers_idle(project(led.store.load(table_id)).table)
