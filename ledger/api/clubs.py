@@ -416,7 +416,8 @@ class SeasonCloseResource(MethodView):
     @blp.arguments(WriteIn)
     @blp.response(200, SeasonOut)
     def post(self, body: dict[str, Any], club_id: str, season_id: str) -> Any:
-        """End a season: no new tables in it."""
+        """End a season: no new tables in it. A season closed already is answered as it is
+        (200, nothing appended): a retried close is harmless."""
         loaded = _write(club_id, body, lambda club: cl.close_season(club, season_id))
         return season_out(loaded.club.season(season_id))
 

@@ -476,3 +476,26 @@ def test_club_tables_a_seat_naming_a_member_and_another_name_is_refused(club: Cl
     t = lg.table([ann, cat], seats=[{"member": ann, "name": "Ann"}, {"member": cat},
                                     {"name": "Guest"}])
     assert [s["name"] for s in t.created["seats"]] == ["Ann", "Cat", "Guest"]
+
+
+def test_club_tables_and_seasons_closing_a_closed_season_again_answers_as_the_first_close(
+        club: Club):
+    """API.md Club tables and seasons: `close` ends a season. A retried close (a lost answer,
+    a double click) is harmless: it answers as the first close did (200, the season closed)
+    and appends nothing, with or without an Idempotency-Key, as archiving an archived member
+    does. A stale expected_version is still a 409."""
+    lg = League(club)
+    season = lg.season()
+    url, h = lg.url(f"/seasons/{season}/close"), lg.h(lg.scorer)
+    first = club.c.post(url, json={}, headers=h)
+    assert first.status_code == 200, first.get_json()
+    version = lg.get("").get_json()["version"]
+    for headers in (h, h | {"Idempotency-Key": "close-again"}):
+        again = club.c.post(url, json={}, headers=headers)
+        assert again.status_code == 200, again.get_json()
+        assert again.get_json() == first.get_json()
+    again = club.c.post(url, json={"expected_version": version}, headers=h)
+    assert (again.status_code, again.get_json()) == (200, first.get_json())
+    assert lg.get("").get_json()["version"] == version
+    r = club.c.post(url, json={"expected_version": version - 1}, headers=h)
+    club.problem(r, 409, "version_conflict")
