@@ -302,7 +302,10 @@ class ClubOut(Open):
     id = fields.String()
     name = fields.String()
     version = fields.Integer()
-    members = fields.Integer()
+    members = fields.Integer(metadata={"description": "how many active members the club has "
+                                                     "(archived ones are not counted)"})
+    archived_members = fields.Integer(metadata={"description": "how many archived members the "
+                                                              "club has"})
     tables = fields.Integer()
     role = fields.String(metadata={"description": "the calling token's role: owner, scorer "
                                                   "or viewer"})

@@ -154,8 +154,12 @@ def named(club: cl.Club, f: dict[str, Any]) -> cl.Club:
 
 
 def club_out(loaded: Loaded) -> dict[str, Any]:
+    """`members` counts the active members (an archived one plays at no new table);
+    `archived_members` the others."""
+    archived = sum(m.archived for m in loaded.club.members)
     return {"id": loaded.id, "name": loaded.club.name, "version": loaded.version,
-            "members": len(loaded.club.members), "tables": len(loaded.club.tables)}
+            "members": len(loaded.club.members) - archived, "archived_members": archived,
+            "tables": len(loaded.club.tables)}
 
 
 def member_out(m: cl.Member) -> dict[str, Any]:
@@ -186,7 +190,8 @@ class ClubsResource(MethodView):
 class ClubResource(MethodView):
     @blp.response(200, ClubOut)
     def get(self, club_id: str) -> Any:
-        """The club: name, version, how many members and tables, and the caller's `role`
+        """The club: name, version, how many active members (`members`; `archived_members`
+        the archived ones) and tables, and the caller's `role`
         (owner, scorer or viewer: what a page may offer this token)."""
         loaded = clubs().load(club_id)
         return club_out(loaded) | {"role": clubs().role_of(loaded.club, bearer() or "")}

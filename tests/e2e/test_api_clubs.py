@@ -499,3 +499,20 @@ def test_club_tables_and_seasons_closing_a_closed_season_again_answers_as_the_fi
     assert lg.get("").get_json()["version"] == version
     r = club.c.post(url, json={"expected_version": version - 1}, headers=h)
     club.problem(r, 409, "version_conflict")
+
+
+def test_clubs_tokens_members_the_clubs_members_count_is_of_its_active_members(club: Club):
+    """API.md Clubs, tokens, members: GET /v1/clubs/{id} gives `members`: n, the people who
+    play across its tables. An archived member plays at no new table, so it is not counted
+    there; `archived_members` counts those (members are never deleted: the two add up to
+    every member the club has had)."""
+    lg = League(club)
+    ids = [lg.member(n) for n in ("Ann", "Bob", "Cat")]
+    assert (lg.get("").get_json()["members"], lg.get("").get_json()["archived_members"]) \
+        == (3, 0)
+    r = club.c.post(lg.url(f"/members/{ids[1]}/archive"), json={}, headers=lg.h(lg.scorer))
+    assert r.status_code == 200, r.get_json()
+    got = lg.get("").get_json()
+    assert (got["members"], got["archived_members"]) == (2, 1)
+    active = lg.get("/members?archived=false").get_json()["items"]
+    assert got["members"] == len(active)
