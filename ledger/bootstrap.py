@@ -168,8 +168,11 @@ class Container:
             self.queue.connection.close()
 
 
-def open_database(settings: Settings, *, upgrade: bool = True) -> EventStore:
-    """The event store at DATABASE_URL, its schema created or migrated unless told not to."""
+def open_database(settings: Settings, *, upgrade: bool = True,
+                  create: bool = True) -> EventStore:
+    """The event store at DATABASE_URL, its schema created or migrated unless told not to.
+    Without `create` (commands that only read what is there), a SQLite file that does not
+    exist is a ConfigError rather than a new, empty ledger."""
     from ledger.store import open_store
     from ledger.store.base import StoreUnavailable
 
@@ -183,6 +186,8 @@ def open_database(settings: Settings, *, upgrade: bool = True) -> EventStore:
     except ImportError:  # pragma: no cover - psycopg is a dependency
         pass
     url = settings.database_url
+    if not create:
+        require_ledger(url)
     try:
         store = open_store(url)
         if upgrade:
@@ -194,6 +199,22 @@ def open_database(settings: Settings, *, upgrade: bool = True) -> EventStore:
             text = f"cannot use {redact(url)} ({text})"
         raise ConfigError(f"DATABASE_URL: {text}") from err
     return store
+
+
+def require_ledger(url: str) -> None:
+    """A ConfigError when DATABASE_URL names a SQLite file that does not exist: opening it
+    would create an empty ledger. (A PostgreSQL database that is not there, its server says.)"""
+    if not url.startswith("sqlite:///"):
+        return
+    path = url[len("sqlite:///"):]
+    if path == ":memory:" or os.path.exists(path):
+        return
+    shown = path if os.path.isabs(path) or path.startswith(".") else f"./{path}"
+    if url == DEFAULT_DATABASE_URL:
+        raise ConfigError(f"no ledger at {shown} (set DATABASE_URL or run `loo serve`/"
+                          "`loo play` first)")
+    raise ConfigError(f"DATABASE_URL: no ledger at {shown} (no such file: check the path, or "
+                      "run `loo db upgrade` to create an empty one)")
 
 
 def checkpoint_signer(settings: Settings, create: bool = True) -> Any:
@@ -269,13 +290,14 @@ def connect_queue(settings: Settings) -> Queue | None:
     return queue
 
 
-def bootstrap(settings: Settings, *, upgrade: bool = True) -> Container:
-    """Compose the store, the queue (or in-process jobs) and the ledger service."""
+def bootstrap(settings: Settings, *, upgrade: bool = True, create: bool = True) -> Container:
+    """Compose the store, the queue (or in-process jobs) and the ledger service. Without
+    `create`, a ledger that does not exist yet is a ConfigError (open_database)."""
     from ledger.app.service import Ledger
     from ledger.metrics import CountingStore
     from workers.queue import InlineDispatcher, RqDispatcher
 
-    store: Any = CountingStore(open_database(settings, upgrade=upgrade))
+    store: Any = CountingStore(open_database(settings, upgrade=upgrade, create=create))
     try:
         queue = connect_queue(settings)
     except ConfigError:

@@ -25,11 +25,12 @@ STANDINGS_FIELDS = ("rank", "member", "name", "tables", "hands", "chips", "point
 
 
 @contextmanager
-def _clubs() -> Iterator[Clubs]:
-    """The clubs of DATABASE_URL; a refusal is one line on stderr and exit status 1."""
+def _clubs(create: bool = False) -> Iterator[Clubs]:
+    """The clubs of DATABASE_URL; a refusal is one line on stderr and exit status 1. Only
+    `create` makes a ledger that is not there: the others need a club already in one."""
     from ledger.bootstrap import Settings, bootstrap
 
-    container = bootstrap(Settings.from_env())
+    container = bootstrap(Settings.from_env(), create=create)
     try:
         yield Clubs(container.ledger)
     except LedgerError as err:
@@ -69,7 +70,7 @@ def create_cmd(name: str) -> None:
     """Create club NAME; prints its id and the first owner token (shown once)."""
     _valid("ClubIn", {"name": name}, {"name": "NAME"})
     require_stdout("the owner token")
-    with _clubs() as clubs:
+    with _clubs(create=True) as clubs:
         loaded, token = clubs.create(name.strip(), None, None)
     show_once([f"club {loaded.id} ({loaded.club.name})",
                f"owner token (shown once, keep it): {token}"],

@@ -235,7 +235,7 @@ def export_cmd(table_id: str, output: str, number: int | None) -> None:
         table_id.encode()
     except UnicodeEncodeError:  # bytes that are not UTF-8 name no table (no driver takes them)
         raise click.ClickException(f"no table {table_id!r}") from None
-    store = open_database(Settings.from_env())
+    store = open_database(Settings.from_env(), create=False)
     try:
         up_to = store.version(table_id)
         first = store.load(table_id, 0, 1) if up_to else []

@@ -18,10 +18,11 @@ from ledger.store.base import EventStore, StoredEvent
 
 
 def _store() -> EventStore:
-    """The event store alone: replay and audit only read, so they need no queue."""
+    """The event store alone: replay and audit only read, so they need no queue (nor
+    create a ledger that is not there)."""
     from ledger.bootstrap import Settings, open_database
 
-    return open_database(Settings.from_env())
+    return open_database(Settings.from_env(), create=False)
 
 
 def _events_of(table_id: str) -> list[StoredEvent]:

@@ -243,6 +243,7 @@ def test_play_goes_on_with_redis_url_set_and_leaves_no_jobs(env, fixed_seeds, re
 
 def test_replay_and_audit_of_unknown_table_are_clear_errors(env):
     runner = CliRunner()
+    assert runner.invoke(main, ["db", "upgrade"], env=env).exit_code == 0  # a ledger, no table
     for args in (["replay", "nope", "1"], ["audit", "nope"]):
         result = runner.invoke(main, args, env=env)
         assert result.exit_code != 0
