@@ -74,6 +74,14 @@ def club_tables(club_id: str) -> str:
                            pages=CLUB_PAGES, variants=VARIANTS, scorings=SCORINGS)
 
 
+@web.get("/clubs/<club_id>/tables/new")
+def club_table_new(club_id: str) -> str:
+    """A new club table (owner or scorer): game, deal, season, members on the seats, options;
+    then each seat's link, shown once."""
+    return render_template("club_table_new.html", club_id=club_id, page="tables",
+                           pages=CLUB_PAGES)
+
+
 @web.get("/clubs/<club_id>/standings")
 def club_standings(club_id: str) -> str:
     """The league table per season, variant and scoring, its CSV, and chips over the season."""

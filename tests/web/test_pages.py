@@ -101,6 +101,9 @@ CLUB_PAGES = [
     ("/clubs/club_x/tables", "js/club-tables.js",
      ('id="table-filters"', 'name="status"', 'name="season"', 'name="member"',
       'name="variant"', 'name="scoring"', 'id="tables"')),
+    ("/clubs/club_x/tables/new", "js/club-table-new.js",
+     ('id="new-table"', 'id="nt-variant"', 'id="nt-scoring"', 'id="nt-deal"', 'id="nt-season"',
+      'id="nt-players"', 'id="nt-first-dealer"', 'id="nt-seats"', 'id="nt-done"')),
     ("/clubs/club_x/standings", "js/club-standings.js",
      ('id="standings-filters"', 'id="csv-download"', 'id="standings"', 'id="season-chart"')),
     ("/clubs/club_x/members/mem_1/ledger", "js/club-member-ledger.js",
@@ -139,7 +142,7 @@ def test_club_scripts_build_pages_from_text_never_from_markup(client) -> None:
     and textContent), never as markup, so a member named <script> shows as text."""
     for name in ("api.js", "club.js", "club-home.js", "club-members.js", "club-seasons.js",
                  "club-tables.js", "club-standings.js", "club-member-ledger.js", "table.js",
-                 "sse.js"):
+                 "sse.js", "club-table-new.js"):
         text = client.get(f"/assets/js/{name}").get_data(as_text=True)
         for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write"):
             assert sink not in text, (name, sink)
