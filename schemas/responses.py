@@ -295,6 +295,11 @@ class HandHistoryOut(Open):
     void_checkpoint = fields.Dict(metadata={
         "description": "a voided hand's: the signed checkpoint naming its hand_voided (none "
                        "for a void made before voids were signed)"})
+    close = fields.Dict(metadata={
+        "description": "the last complete hand of a closed table: {\"events\": the table's "
+                       "events after this hand's up to its table_closed, \"checkpoint\": the "
+                       "signed checkpoint naming the table_closed (none for a close made "
+                       "before closes were signed)}"})
 
 
 # ---- clubs (API.md Phase 2) ---------------------------------------------------------------

@@ -11,7 +11,14 @@ from flask.views import MethodView
 from ledger.api import lists
 from ledger.api.auth import ledger, viewer_for
 from ledger.api.blueprint import Blueprint
-from ledger.app.history import hand_document, hand_events, heads, table_history_ndjson
+from ledger.app.history import (
+    close_part,
+    hand_document,
+    hand_events,
+    heads,
+    own_run_length,
+    table_history_ndjson,
+)
 from ledger.app.projector import project
 from ledger.core.errors import Conflict, NotFound
 from schemas.responses import HandHistoryOut
@@ -35,8 +42,8 @@ class HandHistory(MethodView):
             raise NotFound("hand_not_found", f"hand {number} has not been played at this table")
         first = p.hand_starts[number - 1]
         before = project(led.events(table_id, up_to_version=first - 1)).table
-        mine = hand_events(led.events(table_id, after_version=first - 1,
-                                      up_to_version=p.version), number)
+        later = led.events(table_id, after_version=first - 1, up_to_version=p.version)
+        mine = hand_events(later, number)
         if not any(s.type == "hand_settled" for s in mine):
             if p.table.status == "closed":  # closed mid-hand: abandoned, never completed
                 raise Conflict("hand_abandoned", f"hand {number} was abandoned when the table "
@@ -46,8 +53,11 @@ class HandHistory(MethodView):
                            "is published once it is complete and settled")
         settled, voided = heads(mine)
         found = {cp["version"]: cp for cp in led.checkpoints(table_id, p.version)}
+        # The last complete hand of a closed table carries the close (and its checkpoint).
+        close = close_part(table_id, later[own_run_length(later, number):], found) \
+            if p.table.status == "closed" else None
         return hand_document(table_id, before, mine, found.get(settled),
-                             found.get(voided) if voided is not None else None)
+                             found.get(voided) if voided is not None else None, close)
 
 
 @blp.route("/<table_id>/history")

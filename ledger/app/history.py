@@ -2,7 +2,9 @@
 
 `hand_document` is pure: the table as it stood before the hand, the hand's stored events and
 its checkpoints give the file: `checkpoint` names the end of the hand's settlement and, for a
-voided hand whose void was signed (this release on), `void_checkpoint` its hand_voided.
+voided hand whose void was signed (this release on), `void_checkpoint` its hand_voided. The
+last complete hand of a closed table also carries `close` (`close_part`): the table's events
+after the hand's own up to its table_closed, and the checkpoint naming the close.
 `table_history` walks a table's events page by page (rows with their data as stored JSON
 text, store.load_raw) and yields one file per complete hand, holding one hand's events at a
 time (constant memory); `table_history_ndjson` gives the same files as the NDJSON lines the
@@ -110,11 +112,51 @@ def complete(events: Sequence[Any]) -> bool:
 
 def hand_document(table_id: str, before: tb.Table, stored: Sequence[Any],
                   checkpoint: dict[str, Any] | None = None,
-                  void_checkpoint: dict[str, Any] | None = None) -> dict[str, Any]:
+                  void_checkpoint: dict[str, Any] | None = None,
+                  close: dict[str, Any] | None = None) -> dict[str, Any]:
     """The loo-hh 1.0 file of one complete hand. `before`: the table before its hand_started;
-    `checkpoint` and `void_checkpoint`: the ones naming `heads(stored)`."""
-    return _document(table_id, before, stored, [decode(s) for s in stored],
-                     [s.data for s in stored], checkpoint, void_checkpoint)
+    `checkpoint` and `void_checkpoint`: the ones naming `heads(stored)`; `close`: the
+    table's close when this is its last complete hand (`close_part`)."""
+    doc = _document(table_id, before, stored, [decode(s) for s in stored],
+                    [s.data for s in stored], checkpoint, void_checkpoint)
+    if close is not None:
+        doc["close"] = close
+    return doc
+
+
+def close_part(table_id: str, after: Sequence[Any], checkpoints: dict[int, dict[str, Any]],
+               datas: Sequence[Any] | None = None) -> dict[str, Any] | None:
+    """The `close` of a hand's file: `after` are the table's events after the hand's own run
+    (hand_events' run: its void aside), in log order. When they reach the table's
+    table_closed with no complete hand before it (this is the last complete hand), the
+    events up to it (an abandoned hand's, voids of earlier hands voided back to) and the
+    checkpoint naming it (`checkpoints`, by version; a close of an earlier release has
+    none); otherwise None. `datas`: each event's data as the file holds it (default .data)."""
+    for i, s in enumerate(after):
+        if s.type == "hand_settled":
+            return None  # a later hand is complete: the close is in its file
+        if s.type == "table_closed":
+            upto = after[:i + 1]
+            part: dict[str, Any] = {"events": events_json(
+                table_id, upto, datas[:i + 1] if datas is not None else [x.data for x in upto])}
+            cp = checkpoints.get(s.version)
+            if cp is not None:
+                part["checkpoint"] = cp
+            return part
+    return None
+
+
+def own_run_length(stored: Sequence[Any], number: int) -> int:
+    """How many of `stored` (a table's events from hand `number`'s hand_started on) are the
+    hand's own run, as hand_events cuts it (`in_run`)."""
+    voids = [s for s in stored if s.hand == number and s.type == "hand_voided"]
+    void = voids[-1] if voids else None
+    n = 0
+    for s in stored:
+        if n and not in_run(s, number, void):
+            break
+        n += 1
+    return n
 
 
 def heads(stored: Sequence[Any]) -> tuple[int, int | None]:
@@ -225,12 +267,7 @@ def hand_events(stored: Sequence[Any], number: int) -> list[Any]:
     run (with the table-level events that fell in it, ev.ASIDE, so the hand's chain links),
     as the NDJSON export cuts it, and its hand_voided when it was voided later, after other
     hands (voided back to it: API.md "Corrections")."""
-    voids = [s for s in stored if s.hand == number and s.type == "hand_voided"]
-    run: list[Any] = []
-    for s in stored:
-        if run and not in_run(s, number, voids[-1] if voids else None):
-            break
-        run.append(s)
+    run = list(stored[:own_run_length(stored, number)])
     return run + [s for s in stored[len(run):] if s.hand == number and s.type == "hand_voided"]
 
 
@@ -302,6 +339,9 @@ def _files(table_id: str, load: Callable[[int, int], Sequence[RawEvent]], up_to:
 
     Only one hand's events and the folded table are held at a time (constant memory); each
     event is decoded once, its JSON parsed at most once; a hand is folded in one batch.
+    A complete hand's file waits until the next complete hand's run ends: when the table's
+    table_closed comes first, the file is its last complete hand's and carries `close`
+    (close_part: the events since its run, held meanwhile: at most an abandoned hand's).
     """
     by_version = {cp["version"]: cp for cp in checkpoints}
     voids = _late_voids(load, up_to, voided)
@@ -310,6 +350,8 @@ def _files(table_id: str, load: Callable[[int, int], Sequence[RawEvent]], up_to:
     current: list[RawEvent] = []
     number = 0
     after = 0
+    held: dict[str, Any] | None = None  # the last complete hand's file, not yet given out
+    since: list[RawEvent] = []  # the events after its run
     while after < up_to:
         page = load(after, min(after + PAGE, up_to))
         if not page:
@@ -319,22 +361,41 @@ def _files(table_id: str, load: Callable[[int, int], Sequence[RawEvent]], up_to:
                 current.append(s)
                 continue
             if current:  # the hand is over: its file, and the table after it
+                done = complete(current)
                 doc, t = _finish(table_id, t, current, by_version, numbers(number), memo,
                                  encoded, voids.get(number))
-                if doc is not None:
-                    yield doc
+                if done:  # the file held is not the last complete hand's
+                    if held is not None:
+                        yield held
+                    held, since = doc, []
+                elif held is not None:
+                    since += current  # an abandoned hand's run
                 current = []
             e = ev.from_data(s.type, load_json(s.data))
             if isinstance(e, ev.HandStarted):
                 current, number = [s], e.number
             else:
                 t = tb.evolve(t, e)
+                if held is not None:
+                    since.append(s)
+                    if isinstance(e, ev.TableClosed):
+                        close = close_part(table_id, since, by_version,
+                                           [load_json(x.data) for x in since])
+                        if close is not None:
+                            held["close"] = close
+                        yield held
+                        held, since = None, []
         after = page[-1].version
     if current:
+        done = complete(current)
         doc, t = _finish(table_id, t, current, by_version, numbers(number), memo, encoded,
                          voids.get(number))
-        if doc is not None:
-            yield doc
+        if done:
+            if held is not None:
+                yield held
+            held = doc
+    if held is not None:
+        yield held
 
 
 # Events whose data recur across hands (a play is a seat, a tile, a trick and a suit; a

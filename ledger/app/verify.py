@@ -6,7 +6,9 @@ re-derived from the seed, every action legal and every event the rules produce f
 (tricks and winners, settlement per RULES.md), the summary fields against the events, and
 the checkpoints (`checkpoint`, and a voided hand's `void_checkpoint`: each names an event of
 the file with its hash; its signature is checked when a public key, or a checkpoints.Keyring
-of several, is given: with the key its key_id names).
+of several, is given: with the key its key_id names), and the table's `close` carried by a
+closed table's last complete hand (its events continue the chain up to table_closed, which
+is what the rules give for closing the table they leave, and its checkpoint names it).
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ class Verified:
     checkpoint: bool = False  # the file carries a checkpoint (its signature checked with a key)
     voided: bool = False  # the hand is voided
     void_checkpoint: bool = False  # the file carries its void's checkpoint (checked the same)
+    closed: bool = False  # the file carries the table's close
+    close_checkpoint: bool = False  # ... and the checkpoint naming its table_closed
 
 
 _validator: Any = None
@@ -334,8 +338,94 @@ def verify_document(doc: Any, key: Any = None) -> Verified:
             if bad:
                 raise VerifyError(f"hand {number}: void_checkpoint at version "
                                   f"{void_cp['version']}: {bad}")
+    closed, close_cp = _close(doc, key)
     return Verified(table_id, number, cp is not None, bool(hand["voided"]),
-                    void_cp is not None)
+                    void_cp is not None, closed, close_cp)
+
+
+def _close(doc: dict[str, Any], key: Any) -> tuple[bool, bool]:
+    """The file's `close` (a closed table's last complete hand): its events continue the
+    file's own chain, end with the table_closed (one whose event was deleted while its
+    checkpoint stayed fails here), hold no later complete hand, and the close is what the
+    rules give for the table they leave (leftover, abandoned hand, revealed seed); its
+    checkpoint names the table_closed with its hash, signed (with a key). (Whether the table
+    was closed, and stays so, is this part: a file from before the close has none.)"""
+    close = doc.get("close")
+    if close is None:
+        return False, False
+    number, table_id = doc["hand"]["number"], doc["table"]["id"]
+    events, cp = close["events"], close.get("checkpoint")
+    if not events or events[-1]["type"] != "table_closed":
+        if cp is not None:
+            raise VerifyError(f"hand {number}: close.checkpoint names version {cp['version']}, "
+                              "the table's table_closed, but close.events does not end with "
+                              "it: the close was deleted")
+        raise VerifyError(f"hand {number}: close.events must end with the table's "
+                          "table_closed")
+    run, _late = _own_run(doc)
+    prev, version = run[-1]["hash"], run[-1]["version"]
+    for e in events:
+        if e.get("table_id", table_id) != table_id:
+            raise VerifyError(f"close: version {e['version']} is an event of table "
+                              f"{str(e['table_id'])[:64]}, not of table.id {table_id}")
+        if e["version"] != version + 1:
+            raise VerifyError(f"close: version {version + 1} is missing (found "
+                              f"{e['version']}): close.events must follow the file's events")
+        if e["prev_hash"] != prev:
+            raise VerifyError(f"hash chain: close: version {e['version']}: prev_hash does "
+                              "not match the hash of the event before it")
+        if event_hash(prev, table_id, e["version"], e["type"], e["hand"], e["data"],
+                      e["causation"], e["recorded_at"]) != e["hash"]:
+            raise VerifyError(f"hash chain: close: version {e['version']} ({e['type']}): hash "
+                              "does not match its content")
+        if e["type"] == "hand_settled" or (e["type"] == "table_closed" and e is not events[-1]):
+            raise VerifyError(f"close: version {e['version']} ({e['type']}) comes before "
+                              "the close: close.events are the events after the table's last "
+                              "complete hand up to its one table_closed")
+        prev, version = e["hash"], e["version"]
+    closed = events[-1]
+    _close_rules(doc, run, events, number)
+    if cp is not None:
+        if cp["table"] != table_id or cp["version"] != closed["version"] \
+                or cp["hash"] != closed["hash"]:
+            raise VerifyError(f"hand {number}: close.checkpoint (version {cp['version']}) "
+                              f"does not name the table_closed (version {closed['version']}) "
+                              "with its hash")
+        if key is not None:
+            bad = cps.verify(cp, key)
+            if bad:
+                raise VerifyError(f"hand {number}: close checkpoint at version "
+                                  f"{cp['version']}: {bad}")
+    return True, cp is not None
+
+
+def _close_rules(doc: dict[str, Any], run: list[dict[str, Any]],
+                 events: list[dict[str, Any]], number: int) -> None:
+    """The close is what tb.close gives for the table as the file and the events before the
+    close leave it: the chips left over, the hand it abandoned, that hand's seed revealed."""
+    closed = events[-1]
+    tail = 2 if len(events) > 1 and events[-2]["type"] == "seed_revealed" else 1
+    try:
+        t = tb.replay([e for e in (ev.from_data(x["type"], x["data"]) for x in run)
+                       if type(e) in tb.EVOLVE], before_state(doc))
+        for x in events[:-tail]:
+            e = ev.from_data(x["type"], x["data"])
+            if isinstance(e, ev.HandVoided):  # an earlier hand's, voided back to
+                pool, balances = tb.moved(t.pool, t.balances, e.transfers)
+                t = replace(t, pool=pool, balances=balances, scores=e.totals)
+            else:
+                t = tb.evolve(t, e)
+        want = tb.close(t, closed["data"].get("reason"))
+        got = [ev.from_data(x["type"], x["data"]) for x in events[-tail:]]
+    except (LedgerError, KeyError, ValueError, TypeError, IndexError, AttributeError) as err:
+        detail = getattr(err, "detail", None) or str(err)
+        raise VerifyError(f"hand {number}: the close cannot be replayed by the rules "
+                          f"({detail})") from None
+    if got != want:
+        raise VerifyError(f"hand {number}: the table's close (version {closed['version']}) is "
+                          "not what the rules give for the table it closed ("
+                          + "; ".join(f"{w.type} {orjson.dumps(ev.to_data(w)).decode()[:160]}"
+                                      for w in want) + ")")
 
 
 def documents(stream: IO[bytes]) -> Iterator[tuple[int, Any]]:

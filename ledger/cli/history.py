@@ -114,25 +114,27 @@ def verify_cmd(file: IO[bytes], key_texts: tuple[str, ...], keys_files: tuple[st
     from ledger.app.verify import VerifyError, documents, verify_stream
 
     key = keyring_of(key_texts, keys_files)
-    count, signatures, unsigned, unsigned_voids = 0, 0, [], []
+    count, signatures, unsigned, unsigned_voids, unsigned_closes = 0, 0, [], [], []
     with _progress(None, "verifying") as bar:
         task = bar.add_task("verify", total=None)
         try:
             for done in verify_stream(documents(file), key):
                 count += 1
                 bar.advance(task)
-                signatures += done.checkpoint + done.void_checkpoint
+                signatures += done.checkpoint + done.void_checkpoint + done.close_checkpoint
                 if not done.checkpoint:
                     unsigned.append(done)
                 if done.voided and not done.void_checkpoint:
                     unsigned_voids.append(done)
+                if done.closed and not done.close_checkpoint:
+                    unsigned_closes.append(done)
         except VerifyError as err:
             click.echo(f"FAILED: {err}", err=True)
             click.echo(f"{count} hand(s) verified before the failure", err=True)
             sys.exit(1)
     if key is None:
         click.echo(f"OK: {count} hand(s) verified")
-    elif not unsigned and not unsigned_voids:
+    elif not unsigned and not unsigned_voids and not unsigned_closes:
         click.echo(f"OK: {count} hand(s) verified (checkpoint signatures checked)")
     else:  # say so: a file without a checkpoint has no signature for the key to check
         line = f"OK: {count} hand(s) verified; {signatures} checkpoint signature(s) checked"
@@ -145,6 +147,10 @@ def verify_cmd(file: IO[bytes], key_texts: tuple[str, ...], keys_files: tuple[st
             line += (f"; {len(unsigned_voids)} voided hand(s) carry no void_checkpoint, so "
                      f"nothing signs their void (the first: hand {first.number} of table "
                      f"{first.table})")
+        if unsigned_closes:  # closed before closes were signed (or the checkpoint stripped)
+            first = unsigned_closes[0]
+            line += (f"; {len(unsigned_closes)} table close(s) carry no checkpoint, so nothing "
+                     f"signs them (the first: in hand {first.number} of table {first.table})")
         click.echo(line)
 
 

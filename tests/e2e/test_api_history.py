@@ -149,3 +149,38 @@ def test_corrections_a_voided_hands_history_carries_its_voids_checkpoint_and_ver
                                                headers=lg.h(lg.viewer)).data.splitlines()]
     assert [d["hand"]["voided"] for d in again] == [True] and "void_checkpoint" in again[0]
     verify_document(again[0], key)
+
+
+def test_checkpoints_a_closed_tables_last_hand_carries_the_close_in_every_export(club: Club,
+                                                                                 tmp_path):
+    """API.md Checkpoints ("Checkpoints go out in the feed, webhooks and exports") and Hand
+    history: table_closed's checkpoint was in no file. GET one hand and the table's NDJSON
+    give the last complete hand's file with `close` (the events since, the abandoned hand's
+    included, up to table_closed, and its checkpoint); `loo verify --key` checks it."""
+    from click.testing import CliRunner
+
+    from ledger.cli.main import main
+    from tests.e2e.test_api_clubs import _play_out
+
+    t = club.create(first_dealer=0, options={"auto_deal": False})
+    assert club.start(t).status_code == 200
+    _play_out(club, t, t.admin, 1)
+    assert club.start(t).status_code == 200  # hand 2: abandoned by the close
+    assert club.post(t, "/close", {}).status_code == 200
+    closed = club.get(t, path="/events?limit=1000").get_json()["events"][-1]
+    cps = club.get(t, path="/checkpoints").get_json()["items"]
+    one = club.get(t, t.seats[1], "/hands/1/history").get_json()
+    ndjson = club.get(t, t.seats[1], "/history").data
+    assert [json.loads(x) for x in ndjson.splitlines()] == [one]
+    assert one["close"]["checkpoint"] == cps[-1]
+    assert (cps[-1]["version"], cps[-1]["hash"]) == (closed["version"], closed["hash"])
+    assert one["close"]["events"][-1]["type"] == "table_closed"
+    assert any(e["type"] == "tiles_dealt" and e["hand"] == 2 for e in one["close"]["events"])
+    jsonschema.validate(one, json.loads(club.c.get("/v1/schemas/loo-hh-1.0.json").data))
+    key_text = club.c.get("/v1/checkpoints/key").get_json()["public_key"]
+    assert verify_document(one, public_key(key_text)).close_checkpoint
+    path = tmp_path / "hands.ndjson"
+    path.write_bytes(ndjson)
+    env = {"DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none"}  # offline: never opened
+    r = CliRunner().invoke(main, ["verify", str(path), "--key", key_text], env=env)
+    assert r.output.strip() == "OK: 1 hand(s) verified (checkpoint signatures checked)"

@@ -646,3 +646,149 @@ def test_loo_verify_with_a_key_says_which_voided_hands_carry_no_void_checkpoint(
         f"OK: 5 hand(s) verified; 6 checkpoint signature(s) checked; 2 voided hand(s) carry "
         f"no void_checkpoint, so nothing signs their void (the first: hand 1 of table {tid})"
     ), r.output
+
+
+# ---- the table's close: in its last complete hand's file ---------------------------------
+def _closed(game: tuple[str, str, int, str], seed: int, abandon: bool) -> tuple[Ledger, str]:
+    """A table of two hands, closed after them or (`abandon`) during a third."""
+    led, tid = play(*game, seed=seed, hands=2)
+    if abandon:
+        mode = game[3]
+        if mode == "shuffled":
+            led.execute(tid, c.StartHand())
+            led.execute(tid, c.PlayBot())
+        elif mode == "recorded":
+            p = led.load(tid)
+            d = deal(shuffle(bytes(32)), game[2], p.table.dealer)
+            led.execute(tid, c.StartHand(hands=d.hands, turn_up=d.turn_up))
+    led.execute(tid, c.CloseTable())
+    return led, tid
+
+
+CLOSED = [(g, abandon) for g in GAMES[:3] for abandon in (False, True)]
+
+
+@pytest.mark.parametrize(("game", "abandon"), CLOSED,
+                         ids=[f"{'-'.join(map(str, g))}-{'abandoned' if a else 'settled'}"
+                              for g, a in CLOSED])
+def test_closing_the_last_hands_file_carries_the_close_and_verifies(game, abandon):
+    """API.md Checkpoints, Hand history: table_closed is signed, and its checkpoint was in no
+    file. The last complete hand's file now carries `close`: the events after its own up to
+    table_closed (an abandoned hand's too) and the checkpoint naming it; the schema takes
+    it, loo verify checks the chain, the rules (chips left over, the hand abandoned) and the
+    signature, and the one-hand file says the same as the table's export."""
+    from ledger.app.history import close_part, own_run_length
+
+    led, tid = _closed(game, seed=11, abandon=abandon)
+    docs = export(led, tid)
+    key = led.signer.private.public_key()
+    assert len(docs) == 2 and "close" not in docs[0]
+    close = docs[-1]["close"]
+    closed = close["events"][-1]
+    cps = {cp["version"]: cp for cp in led.checkpoints(tid)}
+    assert closed["type"] == "table_closed" and close["checkpoint"] == cps[closed["version"]]
+    assert close["events"][0]["prev_hash"] == docs[-1]["events"][-1]["hash"]
+    assert closed["data"]["abandoned_hand"] == (3 if abandon else None)
+    for doc in docs:
+        jsonschema.validate(doc, schema())
+    done = verify_document(json.loads(json.dumps(docs[-1])), key)
+    assert done.closed and done.close_checkpoint
+    assert [d.closed for d in verify_stream(documents(_stream(docs)), key)] == [False, True]
+    # The one hand's file, as GET .../hands/{n}/history builds it, carries the same close.
+    stored = led.store.load(tid, 0, led.store.version(tid))
+    first = next(s.version for s in stored if s.type == "hand_started" and s.hand == 2)
+    later = stored[first - 1:]
+    assert close_part(tid, later[own_run_length(later, 2):], cps) == close
+
+
+def test_closing_a_deleted_or_edited_close_fails_verification():
+    led, tid = _closed(GAMES[0], seed=12, abandon=True)
+    doc = export(led, tid)[-1]
+    key = led.signer.private.public_key()
+    deleted = copy.deepcopy(doc)
+    deleted["close"]["events"].pop()  # the table_closed goes, its checkpoint stays
+    with pytest.raises(VerifyError, match="hand 2: close.checkpoint names version .*, the "
+                                          "table's table_closed, .*: the close was deleted"):
+        verify_document(deleted)
+    gone = copy.deepcopy(doc)
+    del gone["close"]["checkpoint"]
+    gone["close"]["events"] = []
+    with pytest.raises(VerifyError, match="close.events must end with the table's "
+                                          "table_closed"):
+        verify_document(gone)
+    # The chips left over edited and the chain re-hashed (as an editor could): the rules
+    # give another close, and the checkpoint no longer names it.
+    edited = copy.deepcopy(doc)
+    closed = edited["close"]["events"][-1]
+    closed["data"]["leftover"] += 5
+    closed["hash"] = event_hash(closed["prev_hash"], tid, closed["version"], closed["type"],
+                                closed["hand"], closed["data"], closed["causation"],
+                                closed["recorded_at"])
+    with pytest.raises(VerifyError, match="hand 2: the table's close .* is not what the rules "
+                                          "give for the table it closed"):
+        verify_document(edited)
+    unhashed = copy.deepcopy(doc)
+    unhashed["close"]["events"][-1]["data"]["leftover"] += 5
+    with pytest.raises(VerifyError, match="hash chain: close: version .*hash does not match"):
+        verify_document(unhashed)
+    forged = copy.deepcopy(doc)
+    forged["close"]["checkpoint"]["at"] = "2001-01-01T00:00:00+00:00"
+    verify_document(forged)  # without a key only the event it names is checked
+    with pytest.raises(VerifyError, match="hand 2: close checkpoint at version .*: the "
+                                          "signature does not match"):
+        verify_document(forged, key)
+    # The close moved to an earlier hand's file: it does not continue that file's chain.
+    docs = export(led, tid)
+    with pytest.raises(VerifyError, match="close: version .* is missing"):
+        verify_document(docs[0] | {"close": docs[-1]["close"]})
+
+
+def test_closing_old_files_without_the_close_still_verify(tmp_path):
+    """Files exported before the close was carried (no `close`) verify as before, alone and
+    in a stream; with a key, a close without its checkpoint is counted and named."""
+    from click.testing import CliRunner
+
+    from ledger.cli.main import main
+
+    led, tid = _closed(GAMES[4], seed=13, abandon=False)
+    docs = export(led, tid)
+    key = led.signer.public()["public_key"]
+    old = [{k: v for k, v in d.items() if k != "close"} for d in docs]
+    assert len(list(verify_stream(documents(_stream(old))))) == 2
+    env = {"DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none"}  # never opened
+    path = tmp_path / "hands.ndjson"
+    path.write_bytes(_stream(docs).getvalue())
+    r = CliRunner().invoke(main, ["verify", str(path), "--key", key], env=env)
+    assert r.exit_code == 0 and r.output.strip() == (
+        "OK: 2 hand(s) verified (checkpoint signatures checked)"), r.output
+    del docs[-1]["close"]["checkpoint"]
+    path.write_bytes(_stream(docs).getvalue())
+    r = CliRunner().invoke(main, ["verify", str(path), "--key", key], env=env)
+    assert r.exit_code == 0, r.output
+    assert r.output.strip() == (
+        f"OK: 2 hand(s) verified; 2 checkpoint signature(s) checked; 1 table close(s) carry "
+        f"no checkpoint, so nothing signs them (the first: in hand 2 of table {tid})"), r.output
+
+
+@pytest.mark.parametrize("replay", [False, True], ids=["closed-again", "played-then-closed"])
+def test_closing_after_a_void_reopened_the_table_the_last_close_is_carried(replay):
+    """A void of a closed table's last hand undoes the close (API.md Corrections): that
+    table_closed is in the voided hand's own events, and the close carried is the one that
+    stands, in the file of the last complete hand before it."""
+    led, tid = _closed(GAMES[4], seed=14, abandon=False)
+    led.execute(tid, c.VoidHand(number=2, reason="typo"))
+    if replay:
+        led.execute(tid, c.StartHand(result={"decisions": {str(s): "play" for s in range(4)},
+                                             "tricks": {"0": 2, "1": 1, "2": 1, "3": 1}}))
+    led.execute(tid, c.CloseTable())
+    docs = export(led, tid)
+    key = led.signer.private.public_key()
+    closes = [e.version for e in led.store.load(tid, 0, led.store.version(tid))
+              if e.type == "table_closed"]
+    assert len(closes) == 2 and len(docs) == (3 if replay else 2)
+    assert closes[0] in [e["version"] for e in docs[1]["events"]]  # the undone close
+    assert [("close" in d) for d in docs] == [False] * (len(docs) - 1) + [True]
+    assert docs[-1]["close"]["events"][-1]["version"] == closes[1]
+    assert docs[-1]["close"]["checkpoint"]["version"] == closes[1]
+    done = list(verify_stream(documents(_stream(docs)), key))
+    assert done[-1].closed and done[-1].close_checkpoint
