@@ -42,7 +42,8 @@ def chips(table_id: str) -> str:
 
 
 CLUB_PAGES = {"home": "Club", "members": "Members", "seasons": "Seasons", "tables": "Tables",
-              "standings": "Standings"}
+              "standings": "Standings", "tokens": "Tokens"}
+OWNER_PAGES = {"tokens"}  # tabs shown to an owner token only
 
 
 @web.get("/clubs/<club_id>")
@@ -89,6 +90,13 @@ def club_standings(club_id: str) -> str:
                            pages=CLUB_PAGES, variants=VARIANTS, scorings=SCORINGS)
 
 
+@web.get("/clubs/<club_id>/tokens")
+def club_tokens(club_id: str) -> str:
+    """The club's tokens (owner): issue one (its secret shown once), list, revoke; and a
+    table's spectator links."""
+    return render_template("club_tokens.html", club_id=club_id, page="tokens", pages=CLUB_PAGES)
+
+
 @web.get("/clubs/<club_id>/members/<member_id>/ledger")
 def club_member_ledger(club_id: str, member_id: str) -> str:
     """The transfers and scores behind a member's standings row (the season, game and scoring
@@ -133,4 +141,4 @@ def register(app: Flask) -> None:
 
         guides = [(f"/docs/{name}", label) for name, label in LABELS.items()
                   if f"/docs/{name}" in rules]
-        return {"guides": guides, "has_docs": "/docs" in rules}
+        return {"guides": guides, "has_docs": "/docs" in rules, "owner_pages": OWNER_PAGES}

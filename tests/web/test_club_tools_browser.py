@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.web.test_browser import browser, settle, wait_for  # noqa: F401
-from tests.web.test_club_browser import club, members, ok, open_club_page, season, server  # noqa: F401
+from tests.web.test_club_browser import call, club, members, ok, open_club_page, season, server  # noqa: F401
 
 By = pytest.importorskip("selenium.webdriver.common.by").By
 PHONE, DESKTOP = (390, 844), (1100, 1300)
@@ -138,3 +138,103 @@ def test_a_refused_table_names_the_box_to_mend_and_the_form_fits_a_phone(
         browser.save_screenshot("tests/artefacts/web/club-tools-phone-new-table-refused.png")
     finally:
         browser.set_window_size(*DESKTOP)
+
+
+def revoke(browser: Any, button: Any) -> None:  # noqa: F811
+    """Click a Revoke button and confirm in the dialog."""
+    button.click()
+    shown(browser, "revoke-dialog")
+    browser.find_element(By.ID, "revoke-confirm").click()
+
+
+def test_the_clubs_tokens_are_issued_once_listed_and_revoked_from_the_page(
+        club, browser):  # noqa: F811
+    """API.md Clubs, tokens: an owner issues a scorer token from the page, sees its secret
+    once (it opens the club as a scorer), finds it listed without its secret, and revokes it
+    (it opens nothing after). The last owner token is refused in place (409)."""
+    base, cid, token = club["url"], club["id"], club["token"]
+    open_club_page(browser, club, "/tokens")
+    form = shown(browser, "issue-token")
+    tab = browser.find_element(By.CSS_SELECTOR, f".tabs a[href='/clubs/{cid}/tokens']")
+    assert tab.is_displayed() and tab.get_attribute("aria-current") == "page"
+    choose(browser, "token-role", "scorer")
+    assert "enters and corrects hands" in browser.find_element(By.ID, "role-note").text
+    browser.find_element(By.ID, "token-label").send_keys("Thursday <scorer>")
+    form.find_element(By.ID, "issue-button").click()
+    issued = shown(browser, "issued")
+    tid = issued.get_attribute("data-token")
+    secret = browser.find_element(By.ID, "issued-token").text
+    assert browser.find_element(By.ID, "issued-club").text == cid
+    assert ok(base, "GET", f"/v1/clubs/{cid}", secret)["role"] == "scorer"
+    row = wait_for("the token listed", lambda: browser.find_element(
+        By.CSS_SELECTOR, f"#tokens tr[data-token='{tid}']"))
+    assert "Thursday <scorer>" in row.text and "scorer" in row.text
+    assert secret not in browser.find_element(By.ID, "tokens").text
+    settle(browser, "club-tools-tokens")
+    browser.set_window_size(*PHONE)
+    try:
+        fits(browser)
+        browser.execute_script("document.getElementById('tokens').scrollIntoView()")
+        settle(browser, "club-tools-phone-tokens")
+    finally:
+        browser.set_window_size(*DESKTOP)
+    revoke(browser, row.find_element(By.CSS_SELECTOR, "button.revoke"))
+    wait_for("the token gone", lambda: not browser.find_elements(
+        By.CSS_SELECTOR, f"#tokens tr[data-token='{tid}']"))
+    assert call(base, "GET", f"/v1/clubs/{cid}/members", secret)[0] == 401
+    assert not browser.find_element(By.ID, "issued").is_displayed()  # its secret gone too
+    # The club's only owner token: refused, the reason in the dialog.
+    owners = browser.find_elements(By.CSS_SELECTOR, "#tokens tr[data-role='owner'] button.revoke")
+    assert len(owners) == 1
+    revoke(browser, owners[0])
+    problem = shown(browser, "revoke-problem")
+    assert problem.get_attribute("data-code") == "last_owner_token"
+    assert problem.text.startswith("Not revoked: ")
+    browser.save_screenshot("tests/artefacts/web/club-tools-tokens-last-owner.png")
+    browser.get_log("browser")  # the 409 itself is logged by the browser: expected here
+    browser.find_element(By.ID, "revoke-cancel").click()
+    assert ok(base, "GET", f"/v1/clubs/{cid}", token)["role"] == "owner"
+
+
+def test_a_tables_spectator_link_is_shared_and_revoked_from_the_tokens_page(
+        club, members, browser):  # noqa: F811
+    """API.md Spectators, from the club's page: a spectator link for one of the club's
+    tables, shown once, opens the table read-only; revoked, it opens nothing."""
+    base, cid, token = club["url"], club["id"], club["token"]
+    made = ok(base, "POST", f"/v1/clubs/{cid}/tables", token, {
+        "deal": "results", "first_dealer": 0, "seats": [{"member": m} for m in members[:2]]})
+    open_club_page(browser, club, "/tokens")
+    wait_for("the table offered", lambda: browser.find_element(
+        By.CSS_SELECTOR, f"#spectator-table option[value='{made['id']}']")).click()
+    wait_for("its links read", lambda: browser.find_element(By.ID, "spectators")
+             .get_attribute("data-table") == made["id"])
+    browser.find_element(By.ID, "spectator-label").send_keys("bar screen")
+    browser.find_element(By.ID, "spectator-button").click()
+    link = wait_for("the link", lambda: browser.find_element(By.ID, "spectator-link")
+                    .get_attribute("value"))
+    item = wait_for("the link listed", lambda: browser.find_element(
+        By.CSS_SELECTOR, "#spectators li"))
+    assert "bar screen" in item.text
+    settle(browser, "club-tools-spectator-link")
+    secret = link.split("#token=")[1]
+    assert ok(base, "GET", f"/v1/tables/{made['id']}", secret)["viewer"]["role"] == "spectator"
+    revoke(browser, item.find_element(By.CSS_SELECTOR, "button.revoke"))
+    wait_for("no link left", lambda: browser.find_element(By.ID, "spectators")
+             .get_attribute("data-count") == "0")
+    assert not browser.find_element(By.ID, "spectator-made").is_displayed()
+    assert call(base, "GET", f"/v1/tables/{made['id']}", secret)[0] == 401
+
+
+def test_a_scorer_is_offered_no_tokens(club, browser):  # noqa: F811
+    base, cid, token = club["url"], club["id"], club["token"]
+    scorer = ok(base, "POST", f"/v1/clubs/{cid}/tokens", token,
+                {"role": "scorer", "label": "no tokens for me"})["token"]
+    browser.get(f"{base}/docs/rules")
+    browser.execute_script("sessionStorage.setItem(arguments[0], arguments[1])",
+                           f"loo:club:{cid}", scorer)
+    browser.get(f"{base}/clubs/{cid}/tokens")
+    shown(browser, "not-owner")
+    assert not browser.find_element(By.ID, "tokens-app").is_displayed()
+    assert not browser.find_element(
+        By.CSS_SELECTOR, f".tabs a[href='/clubs/{cid}/tokens']").is_displayed()
+    settle(browser, "club-tools-tokens-scorer")

@@ -59,6 +59,7 @@ function showClub(club) {
   $('club-content').hidden = false;
   document.title = `${club.name} · ${document.title}`;
   for (const node of document.querySelectorAll('.writer-only')) node.hidden = !canWrite(club);
+  for (const node of document.querySelectorAll('.owner-only')) node.hidden = club.role !== 'owner';
 }
 
 // The club as this tab's token opens it; asks for a token (once) when there is none or it
