@@ -21,10 +21,10 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import orjson
 from flask import Response, current_app, request
 
 from ledger.api.errors import problem
+from ledger.app import encoding
 from ledger.app.feed import FeedConfig, Source, follow, hub_for
 from ledger.app.service import Ledger
 from ledger.bootstrap import ConfigError
@@ -176,7 +176,7 @@ def stream(ledger: Ledger, source: Source, after: int, limit: int | None = None)
         hub.unsubscribe()
         slots.sem.release()
 
-    body = _Body(follow(source, hub, after, config, orjson.dumps, limit=limit), release)
+    body = _Body(follow(source, hub, after, config, encoding.dumps, limit=limit), release)
     resp = Response(body, mimetype=SSE, direct_passthrough=True)
     resp.headers["Cache-Control"] = "no-cache"
     resp.headers["X-Accel-Buffering"] = "no"  # a proxy in front must not buffer it

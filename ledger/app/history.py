@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from ledger.app import encoding
 from ledger.app.projector import chip_ledger, decode
 from ledger.core import events as ev
 from ledger.core.rules import table as tb
@@ -298,9 +299,10 @@ def table_history_ndjson(table_id: str, load: Callable[[int, int], Sequence[RawE
                          numbers: Callable[[int], bool] = lambda n: True,
                          voided: Collection[int] | None = None) -> Iterator[bytes]:
     """table_history's files as NDJSON lines, what the history endpoints and `loo export`
-    write: each line orjson.dumps of the file. Recurring events' data are encoded once
-    per export (orjson.Fragment), so the same bytes come out with less work."""
-    dumps, newline = orjson.dumps, orjson.OPT_APPEND_NEWLINE
+    write: each line orjson.dumps of the file (by encoding.dumps: integers beyond 64 bits
+    too). Recurring events' data are encoded once per export (orjson.Fragment), so the same
+    bytes come out with less work."""
+    dumps, newline = encoding.dumps, orjson.OPT_APPEND_NEWLINE
     docs = _files(table_id, load, up_to, checkpoints, numbers, encoded=True, voided=voided)
     while True:
         # A hand's objects are acyclic. Never paused across a yield: the collector runs
@@ -415,7 +417,7 @@ def _decode_raw(stored: Sequence[RawEvent], memo: dict[tuple[str, str], tuple[ev
     text, each event and Fragment made once)."""
     decoded: list[ev.Event] = []
     datas: list[Any] = []
-    loads, from_data, fragment, dumps = load_json, ev.from_data, orjson.Fragment, orjson.dumps
+    loads, from_data, fragment, dumps = load_json, ev.from_data, orjson.Fragment, encoding.dumps
     for s in stored:
         kind, text = s.type, s.data
         if kind in _RECURRING:

@@ -21,6 +21,7 @@ from typing import IO, Any
 import orjson
 
 from ledger.app import checkpoints as cps
+from ledger.app import encoding
 from ledger.app.history import FORMAT, SPEC_VERSION, hand_document, schema
 from ledger.core import events as ev
 from ledger.core.errors import LedgerError
@@ -438,11 +439,11 @@ def documents(stream: IO[bytes]) -> Iterator[tuple[int, Any]]:
     if not first:
         raise VerifyError("line 1: empty input: a loo-hh file or NDJSON is expected")
     try:
-        parsed = orjson.loads(first)
+        parsed = encoding.loads(first)
     except orjson.JSONDecodeError:
         rest = stream.read(MAX_LINE)
         try:
-            whole = orjson.loads(first + rest)
+            whole = encoding.loads(first + rest)
         except orjson.JSONDecodeError as err:
             raise NotJson(f"line {n}: not JSON ({str(err)[:120]})") from None
         if isinstance(whole, list):
@@ -462,7 +463,7 @@ def documents(stream: IO[bytes]) -> Iterator[tuple[int, Any]]:
         if not line.strip():
             continue
         try:
-            yield n, orjson.loads(line)
+            yield n, encoding.loads(line)
         except orjson.JSONDecodeError as err:
             raise NotJson(f"line {n}: not JSON ({str(err)[:120]})") from None
 

@@ -47,8 +47,7 @@ from datetime import UTC
 from typing import Any
 from urllib.parse import urlsplit
 
-import orjson
-
+from ledger.app import encoding
 from ledger.app.feed import PAGE, SPECTATOR, attach_checkpoints, club_event, table_events
 from ledger.app.projector import Projection, decode, project
 from ledger.app.service import Ledger
@@ -547,7 +546,7 @@ def deliver(ledger: Ledger, club: cl.Club, club_id: str, webhook_id: str,
                     cp = bodies.game_checkpoint(s)
                     if cp is not None:
                         doc["checkpoint"] = cp
-                body = orjson.dumps(doc)
+                body = encoding.dumps(doc)
                 msg_id = f"msg_{webhook_id}_{s.position}"
                 stamp = int(now())
                 headers = {"content-type": "application/json", "webhook-id": msg_id,

@@ -779,3 +779,28 @@ def test_webhooks_events_named_twice_are_refused(club: Club, events: list[str]) 
     assert j["duplicates"] == [events[0]] and events[0] in j["detail"]
     assert club.c.get(f"/v1/clubs/{owner.id}/webhooks", headers=owner.h()).get_json()[
         "items"] == []
+
+
+def test_a_pool_beyond_64_bits_is_delivered_exactly(club: Club, receiver: Receiver,
+                                                   private_ok: None) -> None:
+    """RULES §8.5 lets an uncapped pool grow without limit: a hand_settled past 2**64 chips
+    goes out with its exact pool (the body's encoder refused it: the endpoint retried the
+    same message for ever and nothing after it was sent)."""
+    owner = Owner(club)
+    made = owner.hook(receiver.url, ["hand_settled"])
+    r = club.c.post(f"/v1/clubs/{owner.id}/tables", headers=owner.h(), json={
+        "deal": "results", "first_dealer": 0,
+        "seats": [{"name": n} for n in ("Ann", "Bob", "Cat", "Dan")]})
+    assert r.status_code == 201, r.get_json()
+    table = r.get_json()
+    url = f"/v1/tables/{table['id']}"
+    for n in range(42):  # the dealer takes every trick, the three others pay the pool
+        result = {"decisions": {str(s): "play" for s in range(4)}, "tricks": {str(n % 4): 5}}
+        r = club.c.post(f"{url}/hands", json={"result": result}, headers=owner.h())
+        assert r.status_code == 200, r.get_json()
+    pool = club.c.get(url, headers=owner.h()).get_json()["pool"]
+    assert pool > 2**64
+    receiver.wait_for(lambda got: len(got) >= 42, "every hand_settled")
+    headers, body = receiver.got[-1]
+    assert wh.verify(made["secret"], headers, body)
+    assert json.loads(body)["data"]["pool"] == pool
