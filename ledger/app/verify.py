@@ -302,7 +302,7 @@ def verify_document(doc: Any, key: Any = None) -> Verified:
         if got["type"] != want.type or got["data"] != ev.to_data(want):
             raise VerifyError(f"hand {number}: event version {got['version']} "
                               f"({got['type']}) is not what the rules give "
-                              f"({want.type} {orjson.dumps(ev.to_data(want)).decode()[:160]})")
+                              f"({want.type} {encoding.dumps(ev.to_data(want)).decode()[:160]})")
     extra = played[len(expected):]
     if extra and not hand.get("voided"):
         raise VerifyError(f"hand {number}: event version {extra[0]['version']} "
@@ -425,7 +425,7 @@ def _close_rules(doc: dict[str, Any], run: list[dict[str, Any]],
     if got != want:
         raise VerifyError(f"hand {number}: the table's close (version {closed['version']}) is "
                           "not what the rules give for the table it closed ("
-                          + "; ".join(f"{w.type} {orjson.dumps(ev.to_data(w)).decode()[:160]}"
+                          + "; ".join(f"{w.type} {encoding.dumps(ev.to_data(w)).decode()[:160]}"
                                       for w in want) + ")")
 
 

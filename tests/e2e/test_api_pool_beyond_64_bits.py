@@ -13,7 +13,10 @@ import io
 import json
 from typing import Any
 
-from ledger.app.verify import documents, verify_document
+import pytest
+
+from ledger.app.verify import VerifyError, documents, verify_document
+from ledger.store.hashing import event_hash
 from tests.e2e.club import Club, Table
 from tests.e2e.test_api_clubs import League
 
@@ -72,6 +75,19 @@ def test_hand_history_streams_and_verifies_a_pool_beyond_64_bits(club: Club):
     assert parsed == docs
     for doc in parsed:
         verify_document(doc)
+    # A file whose settlement was changed is refused naming what the rules give (the message
+    # quoted the expected event with the encoder that refused its pool: a TypeError).
+    forged = parsed[-1]
+    prev = forged["events"][0]["prev_hash"]
+    for e in forged["events"]:  # the chain made again over the change, as a forger would
+        if e["type"] == "hand_settled":
+            e["data"]["pool"] += 1
+        e["prev_hash"] = prev
+        e["hash"] = prev = event_hash(prev, t.id, e["version"], e["type"], e["hand"],
+                                      e["data"], e["causation"], e["recorded_at"])
+    forged["checkpoint"]["hash"] = prev
+    with pytest.raises(VerifyError, match=f"hand_settled .*{pool}"):
+        verify_document(forged)
 
 
 def test_feeds_stream_a_pool_beyond_64_bits(club: Club):
