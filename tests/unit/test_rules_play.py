@@ -147,6 +147,18 @@ def test_s6_1_threshold_option_one():
     assert legal_tiles(g, 1) == {"5-4"}
 
 
+def test_s6_2_trick_winner_holding_two_trumps_is_told_to_lead_one_of_them():
+    # With the 6.1 threshold at 3, a winner may hold two trumps when 6.2 binds him: the
+    # detail said "hold a trump (fives): you must lead it"; it names what he holds.
+    g = two("6-6 5-0 5-1 3-3 2-2", "6-1 4-1 3-1 2-1 1-0", turn_up="5-5",
+            options={"lead_trump_threshold": 3})
+    g.plays("1:6-6 0:6-1")
+    err = g.refuse(Play(1, T("3-3")))
+    assert (err.code, err.rule) == ("must_lead_trump", "6.2")
+    assert err.detail == ("you won the last trick and hold 5-1 and 5-0 (fives are trumps): "
+                          "you must lead one of them"), err.detail
+
+
 def test_s6_2_trick_winner_must_lead_trump():
     # trumps: fives (turn-up 5-5). Seat 1 holds one trump: free to lead the first trick.
     g = two("6-6 5-0 4-4 3-3 2-2", "6-1 4-1 3-1 2-1 1-0", turn_up="5-5")

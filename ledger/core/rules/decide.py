@@ -14,6 +14,7 @@ from ledger.core.rules.tiles import (
     TRUMPS,
     Tile,
     is_trump,
+    sort_tiles,
     suits_of,
 )
 
@@ -210,8 +211,13 @@ def check_lead(h: Hand, seat: int, t: Tile) -> None:
         raise violation("must_lead_trump", "6.1", f"you hold {held_} ({trumps}): "
                         f"with {h.opts.lead_trump_threshold} or more you must lead a trump")
     if h.tricks and h.tricks[-1].winner == seat:
-        raise violation("must_lead_trump", "6.2", f"you won the last trick and hold a trump "
-                        f"({trumps}): you must lead it")
+        # §6.2 (the 6.1 threshold above 1 leaves him up to threshold - 1 trumps): name them.
+        mine = sort_tiles(tuple(x for x in h.hands[seat] if x in bears))
+        *rest, last = [NAMES[x] for x in mine]
+        names = f"{', '.join(rest)} and {last}" if rest else last
+        which = "it" if len(mine) == 1 else "one of them"
+        raise violation("must_lead_trump", "6.2", f"you won the last trick and hold {names} "
+                        f"({trumps} are trumps): you must lead {which}")
 
 
 def check_follow(h: Hand, seat: int, t: Tile) -> None:
