@@ -230,6 +230,28 @@ def _chain(doc: dict[str, Any]) -> None:
         prev = e["hash"]
 
 
+def _seat_names(doc: dict[str, Any]) -> None:
+    """table.seats' names are those the hand's hand_started (in the hash chain) gives, in a
+    file whose hand_started names the seats (hands started since it does): an edited name
+    fails here, naming the seat. (An older file's names are in no event of it.)"""
+    started = next((e for e in doc["events"] if e["type"] == "hand_started"), None)
+    chained = started["data"].get("seat_names") if started is not None else None
+    if chained is None:
+        return
+    seats = sorted(doc["table"]["seats"], key=lambda s: s["seat"])
+    named = [s["name"] for s in seats]
+    if not isinstance(chained, list) or len(chained) != len(named):
+        raise VerifyError(f"hand {doc['hand']['number']}: table.seats lists {len(named)} "
+                          f"seats, the hand's hand_started (version {started['version']}) "
+                          f"names {len(chained) if isinstance(chained, list) else 'no'} seats")
+    for seat, (mine, theirs) in enumerate(zip(named, chained, strict=True)):
+        if mine != theirs:
+            raise VerifyError(f"table.seats[{seat}].name: the file says {str(mine)[:80]!r}, "
+                              f"but hand {doc['hand']['number']}'s hand_started (version "
+                              f"{started['version']}, in the hash chain) names "
+                              f"{str(theirs)[:80]!r}: the name was edited")
+
+
 def _first_difference(a: Any, b: Any, path: str) -> str:
     if isinstance(a, dict) and isinstance(b, dict):
         for k in sorted(set(a) | set(b)):
@@ -292,6 +314,7 @@ def verify_document(doc: Any, key: Any = None) -> Verified:
     except (LedgerError, KeyError, ValueError, TypeError, IndexError) as err:
         detail = getattr(err, "detail", None) or str(err)
         raise VerifyError(f"hand {number}: cannot be replayed by the rules ({detail})") from None
+    _seat_names(doc)
     # The chain links through table-level events and notices; the rules give neither.
     played = [e for e in events if e["type"] not in ev.ASIDE and e["type"] not in ev.NOTICES]
     for i, want in enumerate(expected):
@@ -299,7 +322,10 @@ def verify_document(doc: Any, key: Any = None) -> Verified:
         if got is None:
             raise VerifyError(f"hand {number}: the events end before {want.type} "
                               "that the rules give")
-        if got["type"] != want.type or got["data"] != ev.to_data(want):
+        wanted = ev.to_data(want)
+        if want.type == "hand_started" and "seat_names" not in got["data"]:
+            del wanted["seat_names"]  # a hand started before hand_started named the seats
+        if got["type"] != want.type or got["data"] != wanted:
             raise VerifyError(f"hand {number}: event version {got['version']} "
                               f"({got['type']}) is not what the rules give "
                               f"({want.type} {encoding.dumps(ev.to_data(want)).decode()[:160]})")

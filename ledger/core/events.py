@@ -190,6 +190,10 @@ class HandStarted(Event):
     dealer: int
     mode: str
     commitment: str | None = None
+    # The seats' names, by seat, as the table has them: in the hash chain with every hand, so
+    # a hand-history file whose table.seats names were edited fails `loo verify`. None in
+    # hands started before this field was (their files' names are not in the chain).
+    seat_names: tuple[str, ...] | None = None
 
 
 @_event("stake_posted")
@@ -366,7 +370,8 @@ def _encode(field: str, value: Any) -> Any:
         return [{"from": a, "to": b, "amount": n} for a, b, n in value]
     if field == "score_changes":
         return [{"seat": s, "delta": d} for s, d in value]
-    if field == "tied" or field == "looed" or field == "dropped" or field == "members":
+    if field == "tied" or field == "looed" or field == "dropped" or field == "members" \
+            or field == "seat_names":
         return list(value)
     return value
 
@@ -390,6 +395,7 @@ _DECODERS: dict[str, Any] = {
     "plays": lambda v: tuple((p["seat"], parse_tile(p["tile"])) for p in v),
     "deltas": lambda v: tuple((d["seat"], d["delta"], d["reason"]) for d in v),
     "members": tuple,
+    "seat_names": tuple,
     "events": tuple,  # webhook_added: the event types an endpoint wants
     "transfers": lambda v: tuple((d["from"], d["to"], d["amount"]) for d in v),
     "score_changes": lambda v: tuple((d["seat"], d["delta"]) for d in v),

@@ -792,3 +792,79 @@ def test_closing_after_a_void_reopened_the_table_the_last_close_is_carried(repla
     assert docs[-1]["close"]["checkpoint"]["version"] == closes[1]
     done = list(verify_stream(documents(_stream(docs)), key))
     assert done[-1].closed and done[-1].close_checkpoint
+
+
+# ---- seat names: in the hash chain with every hand ----------------------------------------
+@pytest.mark.parametrize("game", GAMES, ids=["-".join(map(str, g)) for g in GAMES])
+def test_seat_names_an_edited_name_in_a_file_fails_verification(game):
+    """API.md Hand history: `table.seats[].name` was read from no event of the file, so a
+    name edited in a file (a hand credited to someone else) verified. Each hand_started now
+    names the seats (in the hash chain, under the hand's checkpoint): the edited name fails,
+    naming the seat, in every hand's file, alone or in a stream."""
+    led, tid = play(*game, seed=21, hands=2)
+    docs = export(led, tid)
+    names = [f"P{i}" for i in range(game[2])]
+    for doc in docs:
+        started = next(e for e in doc["events"] if e["type"] == "hand_started")
+        assert started["data"]["seat_names"] == names
+        edited = copy.deepcopy(doc)
+        edited["table"]["seats"][1]["name"] = "Mallory"
+        with pytest.raises(VerifyError, match=(
+                rf"table.seats\[1\].name: the file says 'Mallory', but hand "
+                rf"{doc['hand']['number']}'s hand_started \(version {started['version']}, in "
+                rf"the hash chain\) names 'P1': the name was edited")):
+            verify_document(edited)
+    edited = copy.deepcopy(docs)
+    edited[-1]["table"]["seats"][0]["name"] = "P0 "[:2] + "x"
+    with pytest.raises(VerifyError, match=r"line 2: table.seats\[0\].name"):
+        list(verify_stream(documents(_stream(edited))))
+    # Names changed in the chain too (re-hashed, as an editor could): the rules, fed the
+    # file's names, still give them, and the hand's checkpoint no longer holds with the key.
+    forged = copy.deepcopy(docs[0])
+    forged["table"]["seats"][1]["name"] = "Mallory"
+    prev = forged["events"][0]["prev_hash"]
+    for e in forged["events"]:
+        if e["type"] == "hand_started":
+            e["data"]["seat_names"][1] = "Mallory"
+        e["prev_hash"] = prev
+        e["hash"] = prev = event_hash(prev, tid, e["version"], e["type"], e["hand"],
+                                      e["data"], e["causation"], e["recorded_at"])
+    with pytest.raises(VerifyError, match="does not name an event of this hand with its hash"):
+        verify_document(forged, led.signer.private.public_key())
+
+
+def _as_before_seat_names(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The files as an earlier release's rows give them: no seat_names in hand_started (the
+    chain hashed without it, so no checkpoint of this run holds)."""
+    out = copy.deepcopy(docs)
+    prev = None
+    for doc in out:
+        doc.pop("checkpoint", None)
+        doc.pop("void_checkpoint", None)
+        for e in doc["events"]:
+            e["data"].pop("seat_names", None)
+            e["prev_hash"] = prev = e["prev_hash"] if prev is None else prev
+            e["hash"] = prev = event_hash(prev, e["table_id"], e["version"], e["type"],
+                                          e["hand"], e["data"], e["causation"],
+                                          e["recorded_at"])
+    return out
+
+
+@pytest.mark.parametrize("game", GAMES, ids=["-".join(map(str, g)) for g in GAMES])
+def test_seat_names_files_of_hands_started_before_still_verify(game):
+    """Hands started before hand_started named the seats export and verify as before, alone
+    and in a stream (their names are checked by nothing): rows an earlier release stored
+    (the golden table that verifies), and this run's files as such rows would give them."""
+    from ledger.store.base import RawEvent
+
+    t = json.loads(GOLDEN.read_text(encoding="utf-8").splitlines()[0])
+    rows = [RawEvent(*r) for r in t["rows"]]
+    golden = list(table_history(t["table_id"], lambda a, b: rows[a:b], len(rows),
+                                t["checkpoints"]))
+    assert len(list(verify_stream(documents(_stream(golden))))) == len(golden) == 3
+    led, tid = play(*game, seed=22, hands=2)
+    docs = _as_before_seat_names(export(led, tid))
+    assert all("seat_names" not in e["data"] for d in docs for e in d["events"])
+    assert len(list(verify_stream(documents(_stream(docs))))) == len(docs)
+    for doc in docs:
+        verify_document(doc)

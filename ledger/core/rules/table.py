@@ -118,7 +118,8 @@ def start_hand(t: Table, *, seed: bytes | None = None,
     number = (t.hand.number if t.hand else 0) + 1
     mode = t.opts.deal
     out: list[ev.Event] = [ev.HandStarted(number=number, dealer=t.dealer, mode=mode,
-                                          commitment=commitment(seed) if seed else None)]
+                                          commitment=commitment(seed) if seed else None,
+                                          seat_names=tuple(t.names))]
     pool = t.pool
     if t.opts.scoring == "pool":
         for e in stakes(t):
