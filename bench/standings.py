@@ -43,8 +43,8 @@ def _club(clubs: Clubs, tables: int, hands: int, members: int) -> tuple[str, lis
         members = tuple(mids[(n + k) % len(mids)] for k in range(4))
         cmd = c.CreateTable("loo", "pool", tuple((f"P{k}", None) for k in range(4)), 0,
                             "results", {}, club=loaded.id, members=members)
-        tid, _, p = led.create_table(cmd)
-        clubs.link_table(loaded.id, tid, None, members, "loo", "pool")
+        tid, _, p = clubs.create_table(loaded.id, cmd, expected_version=None, key=None,
+                                       request_hash=None)
         for h in range(hands):
             led.execute(tid, c.StartHand(result=RESULTS[h % 2]))
             if h % 4 == 3:

@@ -103,6 +103,12 @@ class CountingStore:
         count_appended(stored)
         return stored
 
+    def append_batches(self, *args: Any, **kwargs: Any) -> Any:
+        outs = self._store.append_batches(*args, **kwargs)
+        for stored in outs:
+            count_appended(stored)
+        return outs
+
 
 class QueueCollector:
     """RQ's own view of the queue at scrape time: depth, jobs by state, live workers.

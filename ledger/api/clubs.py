@@ -17,7 +17,7 @@ from ledger.api import feeds, lists
 from ledger.api import idempotency as idem
 from ledger.api.auth import ledger
 from ledger.api.blueprint import Blueprint
-from ledger.api.tables import create, created, location, new_stream
+from ledger.api.tables import as_first_answered, created, creation_key, location, new_stream
 from ledger.api.writes import BODY_PARSER, storable
 from ledger.app.clubs import Clubs, Loaded
 from ledger.app.contract import VersionConflict
@@ -450,7 +450,9 @@ class ClubTablesResource(MethodView):
         """A club table (owner or scorer): the body of POST /v1/tables plus "season", and
         seats that may name {"member": mid}. Club owner and scorer tokens act as its admin."""
         loaded = clubs().load(club_id)
-        key = idem.scoped(club_id)
+        key, request_hash = creation_key(club_id)
+        # Checked here first for the seats' names (a stale version answered before a seat);
+        # create_table checks again on the club version its listing is appended at.
         check_version(loaded, body["expected_version"], key is not None and ledger(
             ).idempotent_result(ledger().keyed_table_id(key), key) is not None)
         members = tuple(s.get("member") for s in body["seats"])
@@ -461,12 +463,12 @@ class ClubTablesResource(MethodView):
                             first_dealer=body["first_dealer"], deal=body["deal"],
                             options=body["options"], club=club_id, season=body["season"],
                             members=members)
-        # The table first (under the Idempotency-Key), then its link in the club's stream,
-        # which is idempotent: a retry with the same key after a failure in between finds
-        # the table and completes the link.
-        table_id, tokens, p = create(cmd, scope=club_id)
-        clubs().link_table(club_id, table_id, body["season"], members, p.table.opts.variant,
-                           p.table.opts.scoring)
+        # The table and its listing in the club's stream commit together, at the club's
+        # version the checks were made on (expected_version holds for both).
+        table_id, tokens, p = clubs().create_table(
+            club_id, cmd, expected_version=body["expected_version"], key=key,
+            request_hash=request_hash)
+        p = as_first_answered(table_id, p, key)
         return created(table_id, tokens, p, seats, members), 201, location(
             f"/v1/tables/{table_id}")
 
@@ -550,32 +552,13 @@ class ImportResource(MethodView):
         request_hash = None if key is None else idem.fingerprint(
             None, [bearer() and token_hash(bearer() or ""),
                    hashlib.sha256(request.get_data()).hexdigest()])
-        loaded = clubs().load(club_id)
-        repeat = key is not None and ledger().idempotent_result(
-            ledger().keyed_table_id(key), key) is not None
-        check_version(loaded, expected, repeat)
-        if not repeat:  # (a repeat answers as the first did, whatever became of a member)
-            imported_members(loaded.club, the_plan.members)
-        table_id, tokens, p = ledger().import_table(the_plan, key, request_hash)
+        # The table and its listing in the club's stream commit together (create_table).
+        table_id, tokens, p = clubs().import_table(club_id, the_plan, expected_version=expected,
+                                                   key=key, request_hash=request_hash)
         members = p.table.members or (None,) * p.table.players
-        clubs().link_table(club_id, table_id, None, members, p.table.opts.variant,
-                           p.table.opts.scoring)
         names = tuple((n, None) for n in p.table.names)
         return created(table_id, tokens, p, names, members,
                        hands=len(the_plan.hands)), 201, location(f"/v1/tables/{table_id}")
-
-
-def imported_members(club: cl.Club, members: tuple[str | None, ...]) -> None:
-    """The members an imported file seats are this club's, live, one seat each, as at a club
-    table's creation (the same 422 codes), checked before anything is created: the table's
-    link in the club's stream would refuse them after it."""
-    try:
-        cl.check_table(club, None, members)
-    except Invalid as err:
-        raise Invalid(err.code, f"{err.detail}: a seat of the file (table.seats[].member) "
-                      "links this member; import it into the member's club, or remove the "
-                      "seat's member to import the seat unlinked",
-                      field="table.seats") from None
 
 
 def settled_hands(t: Any) -> int:

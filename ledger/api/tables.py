@@ -80,14 +80,25 @@ def create(cmd: c.CreateTable, scope: str | None = None,
     and tokens, and the table as the first request was answered. A club's keys are its own
     (`scope`: the club id), and a caller's too (idem.scoped): another club, or another
     token, sending the same key creates its own table."""
+    key, request_hash = creation_key(scope)
+    table_id, tokens, p = ledger().create_table(cmd, idempotency_key=key,
+                                                request_hash=request_hash)
+    return table_id, tokens, as_first_answered(table_id, p, key)
+
+
+def creation_key(scope: str | None = None) -> tuple[str | None, str | None]:
+    """A creation's Idempotency-Key (scoped: `create`) and the fingerprint of its body."""
     key = idem.scoped(scope)
-    request_hash = idem.fingerprint(None, request.get_json(silent=True)) if key else None
+    return key, idem.fingerprint(None, request.get_json(silent=True)) if key else None
+
+
+def as_first_answered(table_id: str, p: Projection, key: str | None) -> Projection:
+    """A table created under a key, as the first request with the key was answered."""
     led = ledger()
-    table_id, tokens, p = led.create_table(cmd, idempotency_key=key, request_hash=request_hash)
     found = led.idempotent_result(table_id, key)
     if found is not None:  # a repeat answers as the first request was answered
         p, _ = led.first_answer(table_id, found)
-    return table_id, tokens, p
+    return p
 
 
 def created(table_id: str, tokens: dict[str, Any], p: Projection,

@@ -13,15 +13,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from ledger.app.projector import chip_ledger, decode, project, score_sheet
-from ledger.app.service import Ledger, token_hash
+from ledger.app.projector import Projection, chip_ledger, decode, project, score_sheet
+from ledger.app.service import Ledger, Listing, token_hash
 from ledger.app.standings import StandingsProjector, mixes_points, standings_rows
 from ledger.core import club as cl
+from ledger.core import commands as c
 from ledger.core import events as ev
-from ledger.core.errors import NotFound
+from ledger.core.errors import Invalid, NotFound
 from ledger.core.rules.scoring import initial_scores
 from ledger.store.base import (
     AlreadyApplied,
+    Batch,
     IdempotencyConflict,
     IdempotentResult,
     NewEvent,
@@ -164,9 +166,83 @@ class Clubs:
         if events:
             self.ledger.committed(club_id)
 
+    # ---- club tables (API.md Club tables and seasons) ---------------------------------------
+    def create_table(self, club_id: str, cmd: c.CreateTable, *, expected_version: int | None,
+                     key: str | None, request_hash: str | None,
+                     ) -> tuple[str, dict[str, Any], Projection]:
+        """A club table (its season open, its members the club's): its events and its listing
+        in the club's stream (club_table_added) commit in one transaction, the listing at
+        the club's version the checks were made on, so `expected_version` holds for the
+        whole write: of two creates sent with the same one, one is a 409 and creates
+        nothing. Without it a listing that loses a race is decided again on the newer club
+        (bounded). A repeat under the key answers as the first (whatever the club's version
+        now, or its seasons and members)."""
+        return self._listed(club_id, expected_version, key,
+                            lambda club: cl.check_table(club, cmd.season, cmd.members),
+                            lambda listed: self.ledger.create_table(
+                                cmd, idempotency_key=key, request_hash=request_hash,
+                                listed=listed))
+
+    def import_table(self, club_id: str, the_plan: Any, *, expected_version: int | None,
+                     key: str | None, request_hash: str | None,
+                     ) -> tuple[str, dict[str, Any], Projection]:
+        """An imported table (ledger/app/imports.py) listed in the club as `create_table`
+        lists a new one; the members the file seats are checked as at a creation."""
+        return self._listed(club_id, expected_version, key,
+                            lambda club: imported_members(club, the_plan.members),
+                            lambda listed: self.ledger.import_table(
+                                the_plan, key, request_hash, listed=listed))
+
+    def _listed(self, club_id: str, expected_version: int | None, key: str | None,
+                check: Callable[[cl.Club], None],
+                create: Callable[[Listing], tuple[str, dict[str, Any], Projection]],
+                ) -> tuple[str, dict[str, Any], Projection]:
+        """`create` a table with its listing at the club's version its `check` passed on;
+        answered as `create_table` says (a stale expected_version is a 409 unless the
+        request repeats one under its key)."""
+        for attempt in range(LATEST_RETRIES):
+            loaded = self.load(club_id)
+            repeat = key is not None and self.store.idempotent_result(
+                self.ledger.keyed_table_id(key), key) is not None
+            if not repeat:  # (a repeat answers as the first did)
+                if expected_version is not None and expected_version != loaded.version:
+                    raise VersionConflict(club_id, expected_version, loaded.version)
+                check(loaded.club)
+            try:
+                table_id, tokens, p = create(lambda tid, p, at=loaded: self._listing(at, tid, p))
+            except VersionConflict as err:
+                if err.table_id != club_id:
+                    raise
+                if key is not None and self.store.idempotent_result(
+                        self.ledger.keyed_table_id(key), key) is not None:
+                    continue  # a concurrent request with the key created it: answer as it
+                if expected_version is not None or attempt == LATEST_RETRIES - 1:
+                    raise
+                continue
+            if repeat and not any(t.table_id == table_id for t in loaded.club.tables):
+                # Created before a table and its listing committed together, and cut off
+                # between the two: the repeat completes the listing.
+                self.link_table(club_id, table_id, p.table.season, p.table.members,
+                                p.table.opts.variant, p.table.opts.scoring)
+            return table_id, tokens, p
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    def _listing(self, loaded: Loaded, table_id: str, p: Projection) -> Batch:
+        """The club's club_table_added for a new table, at the club's version `loaded`."""
+        e = ev.ClubTableAdded(table_id=table_id, season=p.table.season,
+                              members=p.table.members, variant=p.table.opts.variant,
+                              scoring=p.table.opts.scoring,
+                              created_at=datetime.now(UTC).isoformat())
+        events = cl.add_table(loaded.club, e)
+        cause = f"command:{uuid.uuid4().hex}"
+        return Batch(loaded.id, [NewEvent(type=x.type, hand=None, data=ev.to_data(x),
+                                          causation=cause) for x in events], loaded.version)
+
     def link_table(self, club_id: str, table_id: str, season: str | None,
                    members: tuple[str | None, ...], variant: str, scoring: str) -> None:
-        """Record a new club table in the club's stream (retried on a concurrent write)."""
+        """Record a club table in the club's stream after its events (retried on a
+        concurrent write): what completes a table created before a table and its listing
+        committed together (`create_table`) and cut off between the two."""
         e = ev.ClubTableAdded(table_id=table_id, season=season, members=members,
                               variant=variant, scoring=scoring,
                               created_at=datetime.now(UTC).isoformat())
@@ -243,8 +319,9 @@ class Clubs:
         in the order they came into the member's ledger, which only appends (API.md Lists:
         paged by an offset, a page boundary must not move): by the global position of the
         event that caused the entry, or, for a table the club's stream listed after its
-        events (an import), by the position of that listing (club_table_added), when the
-        entry became the member's; then by table version (a start, version 0, first), a
+        events (created before the two committed together), by the position of that
+        listing (club_table_added), when the entry became the member's; then by table
+        version (a start, version 0, first), a
         transfer before a score of the same event (a void gives back both), and the order
         the event gives them in."""
         loaded.club.member(mid)
@@ -294,6 +371,18 @@ class Clubs:
         return {s.data["table_id"]: s.position
                 for s in self.store.load(loaded.id, up_to_version=loaded.version)
                 if s.type == "club_table_added"}
+
+
+def imported_members(club: cl.Club, members: tuple[str | None, ...]) -> None:
+    """The members an imported file seats are this club's, live, one seat each, as at a club
+    table's creation (the same 422 codes), checked before anything is created."""
+    try:
+        cl.check_table(club, None, members)
+    except Invalid as err:
+        raise Invalid(err.code, f"{err.detail}: a seat of the file (table.seats[].member) "
+                      "links this member; import it into the member's club, or remove the "
+                      "seat's member to import the seat unlinked",
+                      field="table.seats") from None
 
 
 _FIGURE_EVENTS = frozenset({"hand_settled", "hand_completed", "penalty_assessed"})

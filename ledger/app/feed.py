@@ -396,8 +396,10 @@ def club_page(ledger: Ledger, club_id: str, tables: set[str], after: int,
               limit: int) -> list[StoredEvent]:
     """The club feed's page after position `after` (its stream and its tables', by position):
     `tables` are the tables the club lists, and those begun in the page's span for this club
-    join them. A club table's first events (table_created, its seats, an auto-dealt hand)
-    commit before the club's stream lists it, so a page ending on a later event would
+    join them. A club table and its listing commit together now, the listing first; a
+    table created before that had its first events (table_created, its seats, an auto-dealt
+    hand) commit before the club's stream listed it, and may still be listed late (its
+    cut-off listing completed by a retry), so a page ending on a later event would
     otherwise move `next` past them for good."""
     streams = {club_id} | tables
     found = ledger.stream_events(streams, after_position=after, limit=limit)

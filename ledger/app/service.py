@@ -28,6 +28,7 @@ from ledger.core.ids import unique_hex
 from ledger.core.rules import table as tb
 from ledger.store.base import (
     AlreadyApplied,
+    Batch,
     EventStore,
     IdempotencyConflict,
     IdempotentResult,
@@ -58,6 +59,11 @@ _FROM_PREVIOUS = (ev.TrickWon, ev.HandCompleted, ev.SeedRevealed, ev.PenaltyAsse
 _FROM_COMPLETION = (ev.TricksPaid, ev.PlayerLooed, ev.PointsScored, ev.HandSettled, ev.GameWon)
 _TABLE_LEVEL = (ev.TableCreated, ev.SeatFilled, ev.DealerChosen, ev.TableClosed,
                 ev.SpectatorAdded, ev.SpectatorRevoked)
+
+
+# A new table's listing in another stream (a club's), committed with the table: the batch
+# to append before the table's, given the table's id and state after its events.
+Listing = Callable[[str, Projection], Batch]
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +220,8 @@ class Ledger:
 
     # ---- writes ---------------------------------------------------------------------------
     def create_table(self, cmd: c.CreateTable, *, idempotency_key: str | None = None,
-                     request_hash: str | None = None) -> tuple[str, dict[str, Any], Projection]:
+                     request_hash: str | None = None, listed: Listing | None = None,
+                     ) -> tuple[str, dict[str, Any], Projection]:
         """Create a table; returns its id, the plain tokens (shown once) and its state.
 
         With an Idempotency-Key the id derives from the key and the tokens from the key and
@@ -222,6 +229,10 @@ class Ledger:
         table and answers with the same tokens although only their hashes are stored, the
         same key with another request meets IdempotencyConflict, and nobody without the
         secret can compute either from the key.
+
+        `listed`: the batch of another stream that lists the new table (a club's), appended
+        with the table's events in one transaction, before them (its VersionConflict is
+        raised as it is: the caller decides again on the newer stream or answers 409).
         """
         table_id, tokens, repeat = self._new_table(len(cmd.seats), idempotency_key,
                                                    request_hash)
@@ -232,8 +243,10 @@ class Ledger:
         events = handlers.create_table(cmd, hashes, self.seeds)
         try:
             out = self._append(table_id, None, events, "command:create", idempotency_key,
-                               request_hash, follow=True)
-        except (AlreadyApplied, VersionConflict):  # a concurrent request with the key won
+                               request_hash, follow=True, listed=listed)
+        except (AlreadyApplied, VersionConflict) as err:  # a concurrent request with the key
+            if isinstance(err, VersionConflict) and err.table_id != table_id:
+                raise  # the listing's stream moved on
             return self._created_by_the_winner(table_id, tokens, idempotency_key, request_hash)
         self.dispatch(table_id, out.projection, _unix(out.stored[-1].recorded_at))
         if self.queued:
@@ -318,9 +331,10 @@ class Ledger:
 
     def _append(self, table_id: str, p: Projection | None, events: Sequence[ev.Event],
                 cause: str, idempotency_key: str | None, request_hash: str | None,
-                follow: bool = False) -> Outcome:
+                follow: bool = False, listed: Listing | None = None) -> Outcome:
         """Append the events; with in-process jobs and `follow`, what those jobs would have
-        appended right after too, in the same transaction (one commit instead of two)."""
+        appended right after too, in the same transaction (one commit instead of two).
+        `listed`: a new table's listing in another stream, committed with it (before it)."""
         version = p.version if p else 0
         new = self._envelopes(p, events, cause)
         # The table after the append, folded from the events themselves: decoding them back
@@ -331,12 +345,22 @@ class Ledger:
             # A failing step leaves the command standing; the job meets it after the commit.
             more, proj, _failure = self._follow_ups(proj)
             new += more
-        stored = self.store.append(table_id, new, version, idempotency_key=idempotency_key,
-                                   request_hash=request_hash,
-                                   checkpoints=self.new_checkpoints(table_id, new))
+        stored = self._store_append(table_id, new, version, idempotency_key, request_hash,
+                                    proj, listed)
         self._remember(table_id, proj)
         self.committed(proj.table.club)
         return Outcome(version + 1, stored, proj)
+
+    def _store_append(self, table_id: str, new: list[NewEvent], version: int,
+                      idempotency_key: str | None, request_hash: str | None, proj: Projection,
+                      listed: Listing | None) -> list[StoredEvent]:
+        """The table's batch (and its checkpoints), with its listing's when it has one."""
+        batch = Batch(table_id, new, version, idempotency_key, request_hash,
+                      self.new_checkpoints(table_id, new))
+        if listed is None:
+            return self.store.append(table_id, new, version, idempotency_key=idempotency_key,
+                                     request_hash=request_hash, checkpoints=batch.checkpoints)
+        return self.store.append_batches([listed(table_id, proj), batch])[-1]
 
     def _follow_ups(self, p: Projection, max_steps: int = MAX_STEPS,
                     ) -> tuple[list[NewEvent], Projection, Exception | None]:
@@ -408,12 +432,14 @@ class Ledger:
 
     # ---- import -----------------------------------------------------------------------------
     def import_table(self, plan: Any, idempotency_key: str | None = None,
-                     request_hash: str | None = None) -> tuple[str, dict[str, Any], Projection]:
+                     request_hash: str | None = None, listed: Listing | None = None,
+                     ) -> tuple[str, dict[str, Any], Projection]:
         """Create a recorded (or results) table from an import plan (ledger/app/imports.py):
         every hand entered by the commands a scorer sends live, checked by the rules, all
         decided before anything is appended and then appended in one batch: an illegal hand
         raises ImportRefused naming the hand and action, and nothing is created. Under an
-        Idempotency-Key a repeat finds the table the first request created."""
+        Idempotency-Key a repeat finds the table the first request created. `listed`: as
+        `create_table`'s."""
         from ledger.app.imports import refuse
         from ledger.core.errors import LedgerError
 
@@ -443,10 +469,10 @@ class Ledger:
                     new += self._envelopes(p, events, follow_cause)
                     p = fold(enumerate(events, p.version + 1), p)
         try:
-            self.store.append(table_id, new, 0, idempotency_key=idempotency_key,
-                              request_hash=request_hash,
-                              checkpoints=self.new_checkpoints(table_id, new))
-        except (AlreadyApplied, VersionConflict):  # a concurrent request with the key won
+            self._store_append(table_id, new, 0, idempotency_key, request_hash, p, listed)
+        except (AlreadyApplied, VersionConflict) as err:  # a concurrent request with the key
+            if isinstance(err, VersionConflict) and err.table_id != table_id:
+                raise  # the listing's stream moved on
             return self._created_by_the_winner(table_id, tokens, idempotency_key, request_hash)
         self._remember(table_id, p)
         self.committed(p.table.club)

@@ -82,6 +82,30 @@ class IdempotentResult:
     last_version: int
 
 
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """One stream's part of `EventStore.append_batches`: what `append` takes."""
+
+    table_id: str
+    events: Sequence[NewEvent]
+    expected_version: int
+    idempotency_key: str | None = None
+    request_hash: str | None = None
+    checkpoints: NewCheckpoints | None = None
+
+
+def check_batches(batches: Sequence[Batch]) -> None:
+    """What `append_batches` takes (every store refuses the same, before reading anything):
+    at least one batch, none empty, each of another stream, and only the first continuing
+    a stream (expected_version > 0): the others begin new ones."""
+    if not batches or any(not b.events for b in batches):
+        raise ValueError("append_batches takes one or more batches, none empty")
+    if len({b.table_id for b in batches}) != len(batches):
+        raise ValueError("append_batches takes each stream once")
+    if any(b.expected_version for b in batches[1:]):
+        raise ValueError("append_batches: only the first batch may continue a stream")
+
+
 class StoreError(Exception):
     """Anything the event store refuses or cannot do."""
 
@@ -149,6 +173,17 @@ class EventStore(Protocol):
         raises VersionConflict. An empty batch under a key keeps the key too (first_version
         expected_version + 1, last_version expected_version: it wrote nothing), so a write
         that had nothing to append is repeated as answered, never done again."""
+        ...
+
+    def append_batches(self, batches: Sequence[Batch]) -> list[list[StoredEvent]]:
+        """Several streams' batches in one transaction, all or nothing (checkpoints
+        included), each checked as `append` checks its own: the first refusal raises
+        (VersionConflict names its stream) and nothing is written. Positions increase in
+        the order given. Only the first batch may continue a stream; the others begin new
+        ones (`check_batches`): on PostgreSQL a stream's head is read before the transaction
+        id that gives the positions is taken, which only the first can be, so in every
+        stream positions still follow versions. A new club table and its listing in the
+        club's stream commit together this way (ledger/app/clubs.py)."""
         ...
 
     def load(self, table_id: str, after_version: int = 0,

@@ -11,6 +11,7 @@ from typing import Any
 
 from ledger.store.base import (
     AlreadyApplied,
+    Batch,
     IdempotencyConflict,
     IdempotentResult,
     NewCheckpoints,
@@ -19,6 +20,7 @@ from ledger.store.base import (
     StoredEvent,
     VersionConflict,
     Watch,
+    check_batches,
 )
 from ledger.store.hashing import GENESIS, canonical_json, positioned, seal
 
@@ -46,36 +48,67 @@ class MemoryStore:
     def append(self, table_id: str, events: Sequence[NewEvent], expected_version: int, *,
                idempotency_key: str | None = None, request_hash: str | None = None,
                checkpoints: NewCheckpoints | None = None) -> list[StoredEvent]:
-        request_hash = request_hash or ""
+        b = Batch(table_id, events, expected_version, idempotency_key, request_hash,
+                  checkpoints)
         with self._lock:
-            if idempotency_key is not None:
-                found = self._keys.get((table_id, idempotency_key))
-                if found is not None:
-                    if found.request_hash != request_hash:
-                        raise IdempotencyConflict(idempotency_key)
-                    raise AlreadyApplied(found)
-            rows = self._tables.get(table_id, [])
-            if len(rows) != expected_version:
-                raise VersionConflict(table_id, expected_version, len(rows))
+            self._check(b)
             if not events:
                 if idempotency_key is not None:  # nothing written: kept as (v + 1, v)
                     self._keys[(table_id, idempotency_key)] = IdempotentResult(
-                        idempotency_key, request_hash, expected_version + 1, expected_version)
+                        idempotency_key, request_hash or "", expected_version + 1,
+                        expected_version)
                 return []
-            sealed = seal(table_id, expected_version, rows[-1].hash if rows else GENESIS, events)
-            out = positioned(table_id, sealed, len(self._all) + 1)
-            # Signed before anything is kept: a failing sign appends nothing.
-            signed = [(out[i].version, checkpoints.data(out[i]))
-                      for i in checkpoints.indexes] if checkpoints else []
-            for version, data in signed:
-                self._checkpoints.setdefault(table_id, {}).setdefault(version, data)
-            self._tables.setdefault(table_id, []).extend(out)
-            self._all.extend(out)
-            if idempotency_key is not None:
-                self._keys[(table_id, idempotency_key)] = IdempotentResult(
-                    idempotency_key, request_hash, out[0].version, out[-1].version)
+            out = self._keep(b, *self._prepare(b, len(self._all) + 1))
         self._watch.bump(out[-1].position)
-        return list(out)
+        return out
+
+    def append_batches(self, batches: Sequence[Batch]) -> list[list[StoredEvent]]:
+        check_batches(batches)
+        with self._lock:
+            ready = []
+            start = len(self._all) + 1
+            for b in batches:  # every check and signature before anything is kept
+                self._check(b)
+                ready.append(self._prepare(b, start))
+                start += len(b.events)
+            outs = [self._keep(b, *r) for b, r in zip(batches, ready, strict=True)]
+        self._watch.bump(outs[-1][-1].position)
+        return outs
+
+    def _check(self, b: Batch) -> None:
+        """`append`'s refusals of the batch (under the lock): a used key, a stale version."""
+        if b.idempotency_key is not None:
+            found = self._keys.get((b.table_id, b.idempotency_key))
+            if found is not None:
+                if found.request_hash != (b.request_hash or ""):
+                    raise IdempotencyConflict(b.idempotency_key)
+                raise AlreadyApplied(found)
+        rows = self._tables.get(b.table_id, [])
+        if len(rows) != b.expected_version:
+            raise VersionConflict(b.table_id, b.expected_version, len(rows))
+
+    def _prepare(self, b: Batch, start: int,
+                 ) -> tuple[list[StoredEvent], list[tuple[int, dict[str, Any]]]]:
+        """A checked, non-empty batch as it will be stored from position `start`, and its
+        checkpoints, signed before anything is kept (a failing sign appends nothing)."""
+        rows = self._tables.get(b.table_id, [])
+        sealed = seal(b.table_id, b.expected_version, rows[-1].hash if rows else GENESIS,
+                      b.events)
+        out = positioned(b.table_id, sealed, start)
+        signed = [(out[i].version, b.checkpoints.data(out[i]))
+                  for i in b.checkpoints.indexes] if b.checkpoints else []
+        return list(out), signed
+
+    def _keep(self, b: Batch, out: list[StoredEvent],
+              signed: list[tuple[int, dict[str, Any]]]) -> list[StoredEvent]:
+        for version, data in signed:
+            self._checkpoints.setdefault(b.table_id, {}).setdefault(version, data)
+        self._tables.setdefault(b.table_id, []).extend(out)
+        self._all.extend(out)
+        if b.idempotency_key is not None:
+            self._keys[(b.table_id, b.idempotency_key)] = IdempotentResult(
+                b.idempotency_key, b.request_hash or "", out[0].version, out[-1].version)
+        return out
 
     def watch(self) -> Watch:
         return self._watch

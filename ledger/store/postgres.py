@@ -83,6 +83,7 @@ from ledger.store import migrations
 from ledger.store.base import (
     STREAMS_WINDOW,
     AlreadyApplied,
+    Batch,
     IdempotencyConflict,
     IdempotentResult,
     NewCheckpoints,
@@ -93,6 +94,7 @@ from ledger.store.base import (
     StoreUnavailable,
     VersionConflict,
     Watch,
+    check_batches,
 )
 from ledger.store.bulk import gc_paused
 from ledger.store.hashing import GENESIS, Sealed, canonical_json, json_scalar, positioned, seal
@@ -112,6 +114,8 @@ _COLS = "version, position, type, hand, data, recorded_at, causation, prev_hash,
 _WRITING = "pg_advisory_xact_lock_shared(1282371361, hashtext(current_schema()))"
 _APPEND = ("SELECT loo_append(%s, %s, %s, %s::jsonb, %s, %s)"
            f" FROM (SELECT {_WRITING}) AS writing")
+# A batch of append_batches, in a transaction that holds _WRITING already.
+_APPEND_AFTER = "SELECT loo_append_after(%s, %s, %s, %s::jsonb, %s, %s, %s)"
 # The NOTIFY channel of the feeds: the schema's (stores share a database in tests, benches).
 _CHANNEL = "'loo_' || left(md5(current_schema()), 24)"
 # Who LISTENs on the channel holds this advisory lock shared, for as long as its session
@@ -580,6 +584,74 @@ class PostgresStore:
             self._committed(row[0] + len(sealed) - 1)
             return positioned(table_id, sealed, row[0])
         raise StoreError(f"table {table_id}: head hash keeps changing")  # pragma: no cover
+
+    def append_batches(self, batches: Sequence[Batch]) -> list[list[StoredEvent]]:
+        """One transaction: the appender's lock (_WRITING), then each batch through
+        loo_append_after, positions continuing after the batches before it, then its
+        checkpoints. The first batch's head is read before the transaction id is taken
+        (as loo_append's); the later ones begin new streams (`check_batches`)."""
+        check_batches(batches)
+        prevs = [self._head_hash(b.table_id, b.expected_version) for b in batches]
+        lost = False
+        for _ in range(3):  # again once when a cached head hash was wrong, once if lost
+            sealed = [seal(b.table_id, b.expected_version, prev, b.events)
+                      for b, prev in zip(batches, prevs, strict=True)]
+            sent = False
+            try:
+                with self._conn() as conn, conn.transaction():
+                    sent = True
+                    conn.run(f"SELECT {_WRITING}")
+                    firsts = self._append_each(conn, batches, sealed)
+            except psycopg.Error as err:
+                at = getattr(err, "loo_batch", 0)
+                b = batches[at]
+                if err.sqlstate == "LO412" and err.diag.message_detail:
+                    prevs[at] = err.diag.message_detail
+                    continue
+                raise self._translate(err, b.table_id, b.expected_version, b.idempotency_key,
+                                      b.request_hash or "") from None
+            except StoreUnavailable:
+                # All or nothing: the last batch's last event there means they all landed.
+                landed = self._landed(batches[-1].table_id, sealed[-1]) if sent else None
+                if landed == 0 and not lost:
+                    lost = True
+                    continue
+                if not landed:
+                    raise
+                firsts = [self._landed(b.table_id, s) or 0 for b, s in zip(
+                    batches, sealed, strict=True)]
+            for b, s in zip(batches, sealed, strict=True):
+                self._remember_head(b.table_id, s[-1].version, s[-1].hash)
+            self._committed(firsts[-1] + len(sealed[-1]) - 1)
+            return [positioned(b.table_id, s, first)
+                    for b, s, first in zip(batches, sealed, firsts, strict=True)]
+        raise StoreError("append_batches: head hash keeps changing")  # pragma: no cover
+
+    @staticmethod
+    def _append_each(conn: StoreConnection, batches: Sequence[Batch],
+                     sealed: Sequence[list[Sealed]]) -> list[int]:
+        """Each batch's events and checkpoints, in the caller's transaction; the first
+        position of each. A refusal carries the index of its batch (`loo_batch`)."""
+        firsts: list[int] = []
+        after = 0
+        for i, (b, s) in enumerate(zip(batches, sealed, strict=True)):
+            try:
+                row = conn.run(_APPEND_AFTER, (b.table_id, b.expected_version, s[0].prev_hash,
+                                               _payload(s), b.idempotency_key,
+                                               b.request_hash or "", after)).fetchone()
+            except psycopg.Error as err:
+                err.loo_batch = i  # type: ignore[attr-defined]
+                raise
+            assert row is not None
+            firsts.append(int(row[0]))
+            if b.checkpoints is not None:
+                out = positioned(b.table_id, s, firsts[-1])
+                with conn.cursor() as cur:
+                    cur.executemany(_SAVE_CHECKPOINT, [
+                        (b.table_id, out[k].version, canonical_json(b.checkpoints.data(out[k])))
+                        for k in b.checkpoints.indexes])
+            after += len(s)
+        return firsts
 
     def _landed(self, table_id: str, sealed: Sequence[Sealed]) -> int | None:
         """The first position of `sealed` if they are in the store, 0 if the server says

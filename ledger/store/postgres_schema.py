@@ -160,4 +160,57 @@ CREATE TRIGGER webhook_deliveries_append_only BEFORE UPDATE OR DELETE ON webhook
     (6, """
 CREATE INDEX events_first_by_position ON events (position) WHERE version = 1;
 """),
+    # loo_append for a batch after others in its transaction (append_batches): positions
+    # continue after the p_after events written before it, (xid << 20) + p_after + 1..n.
+    # Only the first batch may continue a stream: it reads its head before the transaction
+    # id is taken (ledger/store/postgres.py); the later ones begin new streams.
+    (7, """
+CREATE FUNCTION loo_append_after(p_table text, p_expected integer, p_prev_hash text,
+                                 p_events jsonb, p_key text, p_request_hash text,
+                                 p_after integer)
+RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+    n integer := jsonb_array_length(p_events);
+    base bigint;
+    head_version integer;
+    head_hash text;
+    seen idempotency%ROWTYPE;
+BEGIN
+    IF p_after < 0 OR p_after + n >= 1048576 THEN
+        RAISE EXCEPTION 'at most 1048575 events per transaction' USING ERRCODE = 'LO413';
+    END IF;
+    IF p_key IS NOT NULL THEN
+        SELECT * INTO seen FROM idempotency WHERE table_id = p_table AND key = p_key;
+        IF FOUND THEN
+            IF seen.request_hash = p_request_hash THEN
+                RAISE EXCEPTION 'idempotency key already applied' USING ERRCODE = 'LO200',
+                    DETAIL = seen.first_version || ' ' || seen.last_version;
+            END IF;
+            RAISE EXCEPTION 'idempotency key reused with another request'
+                USING ERRCODE = 'LO422';
+        END IF;
+    END IF;
+    SELECT version, hash INTO head_version, head_hash FROM events
+        WHERE table_id = p_table ORDER BY version DESC LIMIT 1;
+    IF coalesce(head_version, 0) <> p_expected THEN
+        RAISE EXCEPTION 'version conflict' USING ERRCODE = 'LO409',
+            DETAIL = coalesce(head_version, 0)::text;
+    END IF;
+    IF coalesce(head_hash, repeat('0', 64)) <> p_prev_hash THEN
+        RAISE EXCEPTION 'stale head hash' USING ERRCODE = 'LO412', DETAIL = head_hash;
+    END IF;
+    base := (pg_current_xact_id()::text::bigint << 20) + p_after;
+    INSERT INTO events (table_id, version, position, type, hand, data, causation,
+                        recorded_at, prev_hash, hash)
+    SELECT p_table, p_expected + e.i, base + e.i, e.v->>'type',
+           (e.v->>'hand')::integer, e.v->'data', e.v->>'causation', e.v->>'recorded_at',
+           e.v->>'prev_hash', e.v->>'hash'
+    FROM jsonb_array_elements(p_events) WITH ORDINALITY AS e(v, i);
+    IF p_key IS NOT NULL THEN
+        INSERT INTO idempotency VALUES (p_table, p_key, p_request_hash,
+                                        p_expected + 1, p_expected + n);
+    END IF;
+    RETURN base + 1;
+END $$;
+"""),
 ]

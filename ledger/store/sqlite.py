@@ -24,6 +24,7 @@ from ledger.store import migrations
 from ledger.store.base import (
     STREAMS_WINDOW,
     AlreadyApplied,
+    Batch,
     IdempotencyConflict,
     IdempotentResult,
     NewCheckpoints,
@@ -33,6 +34,7 @@ from ledger.store.base import (
     StoreUnavailable,
     VersionConflict,
     Watch,
+    check_batches,
 )
 from ledger.store.bulk import gc_paused, load_json
 from ledger.store.hashing import GENESIS, canonical_json, positioned, seal
@@ -142,43 +144,71 @@ class SqliteStore:
     def append(self, table_id: str, events: Sequence[NewEvent], expected_version: int, *,
                idempotency_key: str | None = None, request_hash: str | None = None,
                checkpoints: NewCheckpoints | None = None) -> list[StoredEvent]:
-        request_hash = request_hash or ""
+        b = Batch(table_id, events, expected_version, idempotency_key, request_hash,
+                  checkpoints)
         with self._conn() as conn:
             conn.execute("BEGIN IMMEDIATE")  # the write lock first: nothing read goes stale
-            if idempotency_key is not None:
-                row = conn.execute(_IDEM, (table_id, idempotency_key)).fetchone()
-                if row is not None:
-                    found = IdempotentResult(*row)
-                    if found.request_hash != request_hash:
-                        raise IdempotencyConflict(idempotency_key)
-                    raise AlreadyApplied(found)
-            head = conn.execute(_HEAD, (table_id,)).fetchone() or (0, GENESIS)
-            if head[0] != expected_version:
-                raise VersionConflict(table_id, expected_version, head[0])
+            head = self._check(conn, b)
             if not events:
                 if idempotency_key is not None:  # nothing written: kept as (v + 1, v)
                     conn.execute("INSERT INTO idempotency VALUES (?, ?, ?, ?, ?)",
-                                 (table_id, idempotency_key, request_hash,
+                                 (table_id, idempotency_key, request_hash or "",
                                   expected_version + 1, expected_version))
                     conn.execute("COMMIT")
                 return []
             (last,) = conn.execute("SELECT coalesce(max(position), 0) FROM events").fetchone()
-            sealed = seal(table_id, expected_version, head[1], events)
-            conn.executemany(_INSERT, [
-                (table_id, s.version, last + i, s.type, s.hand, s.data_json, s.causation,
-                 s.recorded_at, s.prev_hash, s.hash) for i, s in enumerate(sealed, start=1)])
-            if idempotency_key is not None:
-                conn.execute("INSERT INTO idempotency VALUES (?, ?, ?, ?, ?)",
-                             (table_id, idempotency_key, request_hash, sealed[0].version,
-                              sealed[-1].version))
-            out = positioned(table_id, sealed, last + 1)
-            if checkpoints is not None:
-                conn.executemany(_CHECKPOINT, [
-                    (table_id, out[i].version, canonical_json(checkpoints.data(out[i])))
-                    for i in checkpoints.indexes])
+            out = self._write(conn, b, head, last + 1)
             conn.execute("COMMIT")
         if self._watch is not None:
-            self._watch.bump(last + len(sealed))
+            self._watch.bump(out[-1].position)
+        return out
+
+    def append_batches(self, batches: Sequence[Batch]) -> list[list[StoredEvent]]:
+        check_batches(batches)
+        with self._conn() as conn:
+            conn.execute("BEGIN IMMEDIATE")  # one transaction: a refusal rolls back them all
+            (last,) = conn.execute("SELECT coalesce(max(position), 0) FROM events").fetchone()
+            outs = []
+            for b in batches:
+                outs.append(self._write(conn, b, self._check(conn, b), last + 1))
+                last = outs[-1][-1].position
+            conn.execute("COMMIT")
+        if self._watch is not None:
+            self._watch.bump(last)
+        return outs
+
+    @staticmethod
+    def _check(conn: sqlite3.Connection, b: Batch) -> tuple[int, str]:
+        """`append`'s refusals of the batch (a used key, a stale version); the head."""
+        if b.idempotency_key is not None:
+            row = conn.execute(_IDEM, (b.table_id, b.idempotency_key)).fetchone()
+            if row is not None:
+                found = IdempotentResult(*row)
+                if found.request_hash != (b.request_hash or ""):
+                    raise IdempotencyConflict(b.idempotency_key)
+                raise AlreadyApplied(found)
+        head = conn.execute(_HEAD, (b.table_id,)).fetchone() or (0, GENESIS)
+        if head[0] != b.expected_version:
+            raise VersionConflict(b.table_id, b.expected_version, head[0])
+        return head
+
+    @staticmethod
+    def _write(conn: sqlite3.Connection, b: Batch, head: tuple[int, str],
+               first: int) -> list[StoredEvent]:
+        """Insert a checked, non-empty batch from position `first` (in the transaction)."""
+        sealed = seal(b.table_id, b.expected_version, head[1], b.events)
+        conn.executemany(_INSERT, [
+            (b.table_id, s.version, first + i, s.type, s.hand, s.data_json, s.causation,
+             s.recorded_at, s.prev_hash, s.hash) for i, s in enumerate(sealed)])
+        if b.idempotency_key is not None:
+            conn.execute("INSERT INTO idempotency VALUES (?, ?, ?, ?, ?)",
+                         (b.table_id, b.idempotency_key, b.request_hash or "",
+                          sealed[0].version, sealed[-1].version))
+        out = positioned(b.table_id, sealed, first)
+        if b.checkpoints is not None:
+            conn.executemany(_CHECKPOINT, [
+                (b.table_id, out[i].version, canonical_json(b.checkpoints.data(out[i])))
+                for i in b.checkpoints.indexes])
         return out
 
     def watch(self) -> Watch:

@@ -334,26 +334,114 @@ def test_a_club_table_created_twice_with_one_idempotency_key_is_one_table(club: 
     assert len(lg.get("/tables").get_json()["items"]) == 1
 
 
-def test_a_retry_completes_the_club_link_a_failure_cut_off(club: Club, app, monkeypatch):
-    from ledger.app.clubs import Clubs
+def test_club_tables_a_store_failure_creates_neither_the_table_nor_its_listing(
+        club: Club, app, monkeypatch):
+    """API.md Club tables: a club table and its listing in the club's stream commit in one
+    transaction: a store that fails under it leaves neither (no table outside the club's
+    list), and the retry with the key creates both."""
+    from ledger.api.clubs import clubs
     from ledger.store.base import StoreUnavailable
 
     lg = League(club)
     ms = [lg.member(n) for n in ("Ann", "Bob", "Cat", "Dan")]
     body = {"seats": [{"member": m} for m in ms], "first_dealer": 0, "deal": "results"}
     h = lg.h(lg.scorer) | {"Idempotency-Key": "cut-off"}
-    real = Clubs.link_table
+    with app.app_context():
+        store = clubs().store
+    real = type(store).append_batches
 
     def down(self, *args, **kwargs):
-        raise StoreUnavailable("the database went away between the two appends")
+        raise StoreUnavailable("the database went away")
 
-    monkeypatch.setattr(Clubs, "link_table", down)
+    monkeypatch.setattr(type(store), "append_batches", down)
     club.problem(club.c.post(lg.url("/tables"), json=body, headers=h), 503)
+    monkeypatch.setattr(type(store), "append_batches", real)
     assert lg.get("/tables").get_json()["items"] == []
-    monkeypatch.setattr(Clubs, "link_table", real)
+    assert tables_created(store, lg.id) == []
     r = club.c.post(lg.url("/tables"), json=body, headers=h)
     assert r.status_code == 201, r.get_json()
     assert [t["id"] for t in lg.get("/tables").get_json()["items"]] == [r.get_json()["id"]]
+
+
+def test_a_retry_completes_the_club_link_a_failure_cut_off(club: Club, app, monkeypatch):
+    """A table created before a table and its listing committed together, cut off between
+    the two (committed, never listed): the retry with its key completes the listing."""
+    from ledger.app.service import Ledger
+    from ledger.store.base import StoreUnavailable
+
+    lg = League(club)
+    ms = [lg.member(n) for n in ("Ann", "Bob", "Cat", "Dan")]
+    body = {"seats": [{"member": m} for m in ms], "first_dealer": 0, "deal": "results"}
+    h = lg.h(lg.scorer) | {"Idempotency-Key": "cut-off"}
+    real = Ledger._store_append
+
+    def unlisted(self, *args):  # the table's append alone, then the cut
+        real(self, *args[:-1], None)
+        raise StoreUnavailable("the database went away between the two appends")
+
+    monkeypatch.setattr(Ledger, "_store_append", unlisted)
+    club.problem(club.c.post(lg.url("/tables"), json=body, headers=h), 503)
+    assert lg.get("/tables").get_json()["items"] == []
+    monkeypatch.setattr(Ledger, "_store_append", real)
+    r = club.c.post(lg.url("/tables"), json=body, headers=h)
+    assert r.status_code == 201, r.get_json()
+    assert [t["id"] for t in lg.get("/tables").get_json()["items"]] == [r.get_json()["id"]]
+
+
+def test_club_tables_two_creates_with_one_expected_version_create_one_table(club: Club, app):
+    """API.md Conventions: a write's expected_version is the club's version the client last
+    saw. Two scorers creating a table at once with the same expected_version (real threads,
+    released together): one table is created and listed, the other request is a 409
+    version_conflict that creates nothing (no table outside the club's list). The table and
+    its listing commit together, at the version checked."""
+    import threading
+
+    from ledger.api.clubs import clubs
+
+    lg = League(club)
+    ms = [lg.member(n) for n in ("Ann", "Bob", "Cat", "Dan")]
+    with app.app_context():
+        store = clubs().store
+
+    def create(gate: threading.Barrier, out: list, i: int, version: int) -> None:
+        body = {"seats": [{"member": m} for m in ms], "first_dealer": 0, "deal": "results",
+                "expected_version": version}
+        client = app.test_client()
+        gate.wait()
+        out[i] = client.post(lg.url("/tables"), json=body, headers=lg.h(lg.scorer))
+
+    for _ in range(4):
+        version = lg.get("").get_json()["version"]
+        gate, out = threading.Barrier(2), [None, None]
+        threads = [threading.Thread(target=create, args=(gate, out, i, version))
+                   for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        codes = sorted(r.status_code for r in out)
+        assert codes == [201, 409], [r.get_json() for r in out]
+        lost = next(r for r in out if r.status_code == 409)
+        assert lost.get_json()["code"] == "version_conflict"
+        assert lg.get("").get_json()["version"] == version + 1
+    listed = [t["id"] for t in lg.get("/tables?limit=500").get_json()["items"]]
+    assert len(listed) == 4 and sorted(tables_created(store, lg.id)) == sorted(listed)
+
+
+def tables_created(store, club_id: str) -> list[str]:
+    """Every table created for the club (table_created naming it), listed or not
+    (PostgreSQL's read_all may hold back the newest while an appender is still open:
+    followed up to the head, with a deadline)."""
+    import time
+
+    head, after, seen = store.head_position(), 0, []
+    deadline = time.monotonic() + 20
+    while after < head and time.monotonic() < deadline:
+        page = store.read_all(after, 1000)
+        seen += page
+        after = page[-1].position if page else after
+    return [s.table_id for s in seen
+            if s.type == "table_created" and s.data.get("club") == club_id]
 
 
 def test_the_club_table_list_counts_every_settled_hand_past_the_correction_window(club: Club):

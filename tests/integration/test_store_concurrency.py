@@ -20,6 +20,7 @@ import pytest
 from ledger.store.base import EventStore, NewEvent, StoredEvent, VersionConflict
 from ledger.store.hashing import verify_chain
 from ledger.store.postgres_schema import MIGRATIONS as PG_MIGRATIONS
+from ledger.store.sqlite_schema import MIGRATIONS as SQLITE_MIGRATIONS
 from tests.integration.conftest import Backend, Spec, open_spec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -232,7 +233,8 @@ def test_concurrent_upgrades_apply_the_schema_once(sql_backend: Backend) -> None
     for t in threads:
         t.join()
     assert errors == []
-    assert [s.ping()["schema_version"] for s in stores] == [len(PG_MIGRATIONS)] * 4
+    migrations = PG_MIGRATIONS if kind == "postgres" else SQLITE_MIGRATIONS
+    assert [s.ping()["schema_version"] for s in stores] == [len(migrations)] * 4
     assert [e.version for e in stores[0].append("t", one(0), 0)] == [1]
     for s in stores:
         s.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from typing import Any
@@ -10,8 +11,10 @@ import pytest
 
 from ledger.store.base import (
     AlreadyApplied,
+    Batch,
     EventStore,
     IdempotencyConflict,
+    NewCheckpoints,
     NewEvent,
     RawEvent,
     StoredEvent,
@@ -266,9 +269,10 @@ def test_upgrade_twice_is_harmless(backend: Backend) -> None:
     assert info["backend"] == {"memory": "memory", "sqlite": "sqlite",
                                "postgres": "postgresql"}[backend.name]
     if backend.name != "memory":
-        from ledger.store.sqlite_schema import MIGRATIONS
+        from ledger.store import postgres_schema, sqlite_schema
 
-        assert info["schema_version"] == len(MIGRATIONS)
+        schema = sqlite_schema if backend.name == "sqlite" else postgres_schema
+        assert info["schema_version"] == len(schema.MIGRATIONS)
 
 
 def test_server_secret_is_random_shared_by_every_instance_and_kept(sql_backend: Backend) -> None:
@@ -447,3 +451,126 @@ def test_first_events_are_the_streams_begun_in_a_span(backend: Backend) -> None:
     assert backend.store.first_events(firsts[0].position, firsts[1].position) == firsts[1:2]
     assert backend.store.first_events(firsts[1].position, everything[-2].position) == []
     assert backend.store.first_events(everything[-1].position, everything[-1].position) == []
+
+
+# ---- append_batches: several streams in one transaction (a club table and its listing) ---
+
+def test_append_batches_commit_together_in_the_order_given(backend: Backend) -> None:
+    club, table = new_table(), new_table()
+    backend.store.append(club, events(2), 0)
+    first, then = backend.store.append_batches([Batch(club, events(1, 2), 2),
+                                                Batch(table, events(3), 0)])
+    assert [e.version for e in first] == [3] and [e.version for e in then] == [1, 2, 3]
+    assert backend.store.load(club)[2:] == first and backend.store.load(table) == then
+    assert verify_chain(backend.store.load(club)) is None
+    assert verify_chain(backend.store.load(table)) is None
+    got = read_all_until(backend.store, 6)
+    assert got[2:] == first + then  # positions increase in the order given
+    assert backend.store.version(table) == 3
+
+
+def test_append_batches_a_refusal_of_any_batch_writes_none(backend: Backend) -> None:
+    club, table, taken = new_table(), new_table(), new_table()
+    backend.store.append(club, events(2), 0)
+    backend.store.append(taken, events(1), 0)
+    with pytest.raises(VersionConflict) as err:  # the first batch's version is stale
+        backend.store.append_batches([Batch(club, events(1), 1), Batch(table, events(2), 0)])
+    assert (err.value.table_id, err.value.expected, err.value.actual) == (club, 1, 2)
+    with pytest.raises(VersionConflict) as err:  # a later batch's new stream exists already
+        backend.store.append_batches([Batch(club, events(1), 2), Batch(taken, events(2), 0)])
+    assert (err.value.table_id, err.value.actual) == (taken, 1)
+    assert backend.store.version(club) == 2 and backend.store.version(table) == 0
+    assert backend.store.version(taken) == 1
+    assert len(read_all_until(backend.store, 3)) == 3
+    assert backend.store.read_all(0, 100)[-1].table_id == taken
+
+
+def test_append_batches_keys_are_checked_per_batch(backend: Backend) -> None:
+    club, table = new_table(), new_table()
+    backend.store.append(club, events(1), 0)
+    batches = [Batch(club, events(1), 1), Batch(table, events(2), 0, "k", "h")]
+    backend.store.append_batches(batches)
+    with pytest.raises(AlreadyApplied) as err:
+        backend.store.append_batches([Batch(club, events(1), 2),
+                                      Batch(table, events(2), 0, "k", "h")])
+    assert (err.value.result.first_version, err.value.result.last_version) == (1, 2)
+    with pytest.raises(IdempotencyConflict):
+        backend.store.append_batches([Batch(club, events(1), 2),
+                                      Batch(table, events(2), 0, "k", "other")])
+    assert backend.store.version(club) == 2 and backend.store.version(table) == 2
+
+
+def test_append_batches_save_their_checkpoints_or_none(backend: Backend) -> None:
+    club, table, taken = new_table(), new_table(), new_table()
+    backend.store.append(taken, events(1), 0)
+
+    def sign(version: int, hash_: str, at: str) -> dict[str, Any]:
+        return {"version": version, "hash": hash_, "at": at}
+
+    backend.store.append_batches([Batch(club, events(1), 0),
+                                  Batch(table, events(3), 0,
+                                        checkpoints=NewCheckpoints((2,), sign))])
+    [cp] = backend.store.checkpoints(table)
+    head = backend.store.load(table)[2]
+    assert cp == {"version": 3, "hash": head.hash, "at": head.recorded_at,
+                  "position": head.position}
+    with pytest.raises(VersionConflict):
+        backend.store.append_batches([Batch(club, events(1), 1,
+                                            checkpoints=NewCheckpoints((0,), sign)),
+                                      Batch(taken, events(1), 0)])
+    assert backend.store.checkpoints(club) == []
+
+
+def test_append_batches_take_each_stream_once_and_only_the_first_continues_one(
+        backend: Backend) -> None:
+    a, b = new_table(), new_table()
+    backend.store.append(a, events(1), 0)
+    backend.store.append(b, events(1), 0)
+    for bad in ([], [Batch(a, [], 1)], [Batch(a, events(1), 1), Batch(a, events(1), 2)],
+                [Batch(a, events(1), 1), Batch(b, events(1), 1)]):
+        with pytest.raises(ValueError):
+            backend.store.append_batches(bad)
+    assert backend.store.version(a) == backend.store.version(b) == 1
+
+
+def test_append_batches_failing_in_the_database_midway_writes_nothing(
+        sql_backend: Backend) -> None:
+    club, table = new_table(), new_table()
+    bad = [*events(2), NewEvent("tile_played", 2**70, {})]  # no integer column holds it
+    with pytest.raises((StoreError, OverflowError)):
+        sql_backend.store.append_batches([Batch(club, events(1), 0), Batch(table, bad, 0)])
+    assert sql_backend.store.version(club) == sql_backend.store.version(table) == 0
+
+
+def test_append_batches_racing_on_one_streams_version_commit_one(backend: Backend) -> None:
+    """Two writers with the same expected version of the first stream (real threads): one
+    commits both its batches, the other is a VersionConflict that writes neither."""
+    club = new_table()
+    backend.store.append(club, events(1), 0)
+    def write(gate: threading.Barrier, results: list[Any], i: int, version: int,
+              table: str) -> None:
+        gate.wait()
+        try:
+            results[i] = backend.store.append_batches([Batch(club, events(1), version),
+                                                       Batch(table, events(2), 0)])
+        except VersionConflict as err:
+            results[i] = err
+
+    for round_ in range(5):
+        tables = [new_table(), new_table()]
+        gate = threading.Barrier(2)
+        results: list[Any] = [None, None]
+        threads = [threading.Thread(target=write, args=(gate, results, i, round_ + 1,
+                                                        tables[i])) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        won = [i for i in range(2) if isinstance(results[i], list)]
+        assert len(won) == 1, results
+        lost = 1 - won[0]
+        assert isinstance(results[lost], VersionConflict)
+        assert results[lost].table_id == club
+        assert backend.store.version(tables[won[0]]) == 2
+        assert backend.store.version(tables[lost]) == 0
+    assert backend.store.version(club) == 6

@@ -77,13 +77,13 @@ def _run(steps: list[tuple], led: Ledger, clubs: Clubs, club_id: str, mids: list
                                 options={"auto_deal": False, "target": 5},
                                 club=club_id, season=season if in_season else None,
                                 members=members)
-            tid, _tokens, p = led.create_table(cmd)
-            if s[0] == "late":
+            if s[0] == "late":  # created before a table and its listing committed together
+                tid, _tokens, p = led.create_table(cmd)
                 led.execute(tid, c.StartHand())
                 unlinked.append((tid, cmd, p.table.opts.scoring))
-            else:
-                clubs.link_table(club_id, tid, cmd.season, members, variant,
-                                 p.table.opts.scoring)
+            else:  # listed in the same transaction
+                tid, _tokens, p = clubs.create_table(club_id, cmd, expected_version=None,
+                                                     key=None, request_hash=None)
                 tables.append(tid)
         elif s[0] == "link":
             for tid, cmd, scoring in unlinked:
