@@ -144,7 +144,10 @@ def line_for(f: Frame) -> str:
 
 
 def _service_url(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
-    """--url: an http(s) URL with a host and a valid port, or a usage error naming it."""
+    """--url: an http(s) URL with a host and a valid port, or a usage error naming it. The
+    feed's path is put after it, so it takes no query or fragment; the token goes in --token,
+    never in the URL (which errors show); a host name must be one (no spaces, labels of at
+    most 63 characters), where the resolver failed on it with a traceback."""
     try:
         parts = urlsplit(value)
         ok = parts.scheme in ("http", "https") and bool(parts.hostname)
@@ -154,13 +157,28 @@ def _service_url(_ctx: click.Context, _param: click.Parameter, value: str) -> st
     if not ok:
         raise click.BadParameter(f"{value!r} is not an http:// or https:// URL of the service "
                                  "(e.g. http://127.0.0.1:8000)")
+    if any(ord(ch) <= 0x20 or ord(ch) == 0x7F for ch in value):
+        raise click.BadParameter(f"{value!r}: a URL holds no spaces or control characters")
+    if parts.query or parts.fragment or value.endswith(("?", "#")):
+        raise click.BadParameter(f"{value!r}: the service's URL takes no query or fragment "
+                                 "(the feed's path is put after it)")
+    if parts.username is not None or parts.password is not None:
+        raise click.BadParameter("the service's URL takes no user or password: give the "
+                                 "token with --token (env LOO_TOKEN)")
+    host = str(parts.hostname)
+    try:
+        host.encode("idna")
+    except UnicodeError:
+        shown = host if len(host) <= 60 else host[:57] + "..."
+        raise click.BadParameter(f"{shown!r} is not a host name: its labels, between the "
+                                 "dots, are 1 to 63 characters") from None
     return value
 
 
 def _token(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
     """--token: what an Authorization header can carry (the service's tokens are printable
     ASCII); a control character or a letter beyond Latin-1 cannot be sent at all."""
-    if any(not 0x20 < ord(ch) < 0x7F for ch in value):
+    if not value or any(not 0x20 < ord(ch) < 0x7F for ch in value):
         raise click.BadParameter("a token is printable ASCII, without spaces, as the service "
                                  "gives them out")
     return value
@@ -195,9 +213,18 @@ def tail_cmd(table: str | None, club_id: str | None, url: str, token: str, after
     cannot be reached at the start, ends it (status 1)."""
     if (table is None) == (club_id is None):
         raise click.UsageError("name a TABLE or give --club ID (one of them)")
+    what, given = ("club", club_id) if club_id is not None else ("table", table)
+    assert given is not None
+    if not given:
+        raise click.BadParameter(f"an empty id names no {what}",
+                                 param_hint="'--club'" if what == "club" else "'TABLE'")
+    try:
+        given.encode()
+    except UnicodeEncodeError:  # bytes that are not UTF-8 name nothing (as `loo replay` says)
+        raise click.ClickException(f"no {what} {given!r}") from None
     # Any id is one path segment: "../x", spaces and letters beyond ASCII are sent escaped.
-    path = (f"/v1/clubs/{quote(club_id, safe='')}/events" if club_id
-            else f"/v1/tables/{quote(str(table), safe='')}/events")
+    path = (f"/v1/clubs/{quote(given, safe='')}/events" if what == "club"
+            else f"/v1/tables/{quote(given, safe='')}/events")
     where = url.rstrip("/") + path
     said: list[str] = []  # the outage being waited out, said once
 

@@ -28,6 +28,41 @@ def test_loo_tail_names_a_bad_url_in_one_line(url: str) -> None:
     assert "--url" in r.output and "is not an http:// or https:// URL" in r.output
 
 
+@pytest.mark.parametrize(("url", "said"), [
+    ("http://" + "a" * 64 + ".example:8000", "'" + "a" * 57 + "...' is not a host name"),
+    ("http://127.0.0.1:1?x=1", "takes no query or fragment"),
+    ("http://127.0.0.1:1#top", "takes no query or fragment"),
+    ("http://ann:secret@127.0.0.1:1", "takes no user or password"),
+    ("http://local host:1", "holds no spaces or control characters")])
+def test_loo_tail_refuses_a_url_it_could_not_follow_as_given(url: str, said: str) -> None:
+    # Before: a host label over 63 characters was a traceback (UnicodeError from the
+    # resolver); the query took the feed's path into itself (GET /?x=1/v1/tables/...); a
+    # password was never sent but shown in "cannot follow http://ann:secret@..."; a space
+    # failed only at the request. Each was status 1, as if the service had refused.
+    r = CliRunner().invoke(main, ["tail", "t1", "--token", "x", "--url", url])
+    assert r.exit_code == 2, r.output
+    assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
+    assert "Invalid value for '--url'" in r.output and said in r.output, r.output
+    assert "secret" not in r.output
+
+
+@pytest.mark.parametrize(("args", "status", "said"), [
+    (["", "--token", "x"], 2, "Invalid value for 'TABLE': an empty id names no table"),
+    (["--club", "", "--token", "x"], 2, "Invalid value for '--club': an empty id names no club"),
+    (["t\udcff", "--token", "x"], 1, "Error: no table 't\\udcff'"),
+    (["--club", "c\udcff", "--token", "x"], 1, "Error: no club 'c\\udcff'"),
+    (["t1", "--token", ""], 2, "Invalid value for '--token': a token is printable ASCII")])
+def test_loo_tail_refuses_an_id_or_token_that_names_nothing(args: list[str], status: int,
+                                                            said: str) -> None:
+    # Before: --club "" followed /v1/tables/None/events; an id of bytes that are not UTF-8
+    # (as `loo replay` says of it: no table) was a traceback (UnicodeEncodeError); an empty
+    # TABLE or token went to the service, which could only refuse them.
+    r = CliRunner().invoke(main, ["tail", *args, "--url", "http://127.0.0.1:1"])
+    assert r.exit_code == status, r.output
+    assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
+    assert said in r.output, r.output
+
+
 class _Quiet(BaseHTTPRequestHandler):
     """A handler that logs nothing and answers whole bodies."""
 
