@@ -243,6 +243,10 @@ def listen(host: str, port: int, backlog: int = 2048) -> socket.socket:
             host.strip("[]"), port, family, socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
     except socket.gaierror as err:
         raise ConfigError(f"--host: cannot resolve {host!r}: {err.strerror}") from None
+    except UnicodeError:  # the resolver's IDNA step: a label longer than 63 characters
+        shown = host if len(host) <= 60 else host[:57] + "..."
+        raise ConfigError(f"--host: {shown!r} is not a host name: its labels, between the "
+                          "dots, are 1 to 63 characters") from None
     sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -359,6 +359,9 @@ def test_listen_picks_the_family_as_gunicorn_did() -> None:
             assert s.family == family, host
     with pytest.raises(ConfigError, match="--host"):
         listen("no-such-host.invalid", 0)
+    # A label over 63 characters: the resolver's UnicodeError was a traceback, status 1.
+    with pytest.raises(ConfigError, match="^--host: 'a{57}...' is not a host name"):
+        listen("a" * 64 + ".example", 0)
 
 
 def test_requests_over_gunicorns_limits_are_problem_json_too(tmp_path: Path) -> None:
