@@ -90,10 +90,35 @@ class _Input(click.File):
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> Any:
         try:
-            return super().convert(value, param, ctx)
+            f = super().convert(value, param, ctx)
         except RuntimeError:  # click found no binary stream for "-"
             self.fail("standard input is closed: name a file, or give - some input",
                       param, ctx)
+        return _Reading(f, "standard input" if value == "-" else os.fsdecode(value))
+
+
+class _Reading:
+    """The input, read by lines or blocks: a read that fails (a device error, EIO from a
+    file such as /proc/self/mem) names the input, where the `loo` group took it for its
+    output ("cannot write to standard output"). Status 1, one line, as output errors."""
+
+    def __init__(self, f: IO[bytes], name: str) -> None:
+        self.f, self.name = f, name
+
+    def _failed(self, err: OSError) -> OSError:
+        return OSError(err.errno, f"cannot read it: {err.strerror or err}", self.name)
+
+    def readline(self, size: int = -1) -> bytes:
+        try:
+            return self.f.readline(size)
+        except OSError as err:
+            raise self._failed(err) from None
+
+    def read(self, size: int = -1) -> bytes:
+        try:
+            return self.f.read(size)
+        except OSError as err:
+            raise self._failed(err) from None
 
 
 @click.command("verify", short_help="Verify loo-hh files offline; exit 1 on the first failure.")

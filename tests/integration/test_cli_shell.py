@@ -219,6 +219,20 @@ def test_a_token_that_cannot_be_written_is_given_on_stderr_not_lost(env, tmp_pat
     assert out["admin_token"] and len(out["seat_tokens"]) == 3
 
 
+@pytest.mark.skipif(not os.path.exists("/proc/self/mem"), reason="needs Linux /proc")
+@pytest.mark.parametrize(("args", "name"), [(["verify", "/proc/self/mem"], "/proc/self/mem"),
+                                            (["import", "/proc/self/mem"], "/proc/self/mem"),
+                                            (["verify", "-"], "standard input")])
+def test_input_that_cannot_be_read_is_named_in_one_line(env, args, name):
+    # Before: "error: cannot write to standard output: Input/output error" (the read's EIO
+    # taken for the output's).
+    with open("/proc/self/mem", "rb") as mem:  # reading it at 0 fails (EIO)
+        r = run(args, env, stdin=mem if args[-1] == "-" else subprocess.DEVNULL)
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.decode() == f"error: {name}: cannot read it: Input/output error\n"
+    assert _tables(env) == 0
+
+
 @pytest.mark.parametrize("args", [["verify", "-"], ["import", "-"]])
 def test_reading_a_closed_standard_input_is_a_usage_error(env, args):
     """`loo verify - <&-`: a traceback (click's RuntimeError: no binary stream for stdin)."""
