@@ -66,6 +66,14 @@ class Settings:
         env = {k: environ.get(k, "").strip() for k in ENV_VARS}
         db = env["DATABASE_URL"] or DEFAULT_DATABASE_URL
         _check_scheme("DATABASE_URL", db, DATABASE_SCHEMES, _DB_HINT)
+        if db.startswith("sqlite:") and (not db.startswith("sqlite:///")
+                                         or db == "sqlite:///"):
+            # The store opens only sqlite:///PATH: every entry point says so, before
+            # `loo checkpoint-key` made a key file of "sqlite://x" ('//x.checkpoint-key', at
+            # the root) or showed a key of "sqlite:///" that no process would ever use.
+            raise ConfigError(f"DATABASE_URL: {redact(db)!r} names no file: use "
+                              "sqlite:///path/loo.db (three slashes, then the file's path; "
+                              "sqlite:////abs/path/loo.db for an absolute one)")
         if db.startswith("sqlite:") and ("?" in db or "#" in db):
             # The store takes the rest of the URL as the file's name: "loo.db?mode=ro" would
             # quietly be a new, empty, writable database of that name.
@@ -207,7 +215,7 @@ def require_ledger(url: str) -> None:
     if not url.startswith("sqlite:///"):
         return
     path = url[len("sqlite:///"):]
-    if path == ":memory:" or os.path.exists(path):
+    if not path or path == ":memory:" or os.path.exists(path):
         return
     shown = path if os.path.isabs(path) or path.startswith(".") else f"./{path}"
     if url == DEFAULT_DATABASE_URL:

@@ -28,9 +28,14 @@ def show_cmd() -> None:
     """One line a key: current or retired, its key_id, its public key (base64, as GET
     /v1/checkpoints/key gives it). Keep a copy with your backups: a checkpoint's key cannot
     be recovered from its signature."""
-    from ledger.bootstrap import Settings, checkpoint_signer
+    from ledger.bootstrap import ConfigError, Settings, checkpoint_key_path, checkpoint_signer
 
-    signer = checkpoint_signer(Settings.from_env(), create=False)
+    settings = Settings.from_env()
+    if not settings.checkpoint_key and checkpoint_key_path(settings) is None:
+        # (memory://, the tests' store) A key made up now would be shown as the current one.
+        raise ConfigError("LOO_CHECKPOINT_KEY_FILE: this DATABASE_URL keeps its checkpoint "
+                          "key in memory only, in each process: there is no key to show")
+    signer = checkpoint_signer(settings, create=False)
     for key in signer.public()["keys"]:
         state = "current" if key["current"] else "retired"
         click.echo(f"{state:<8} {key['key_id']}  {key['public_key']}")

@@ -109,3 +109,24 @@ def test_checkpoint_key_rotate_without_a_key_yet_writes_nothing(env: dict[str, s
     assert r.exit_code == 2 and "error: LOO_CHECKPOINT_KEY_FILE: there is no checkpoint key" \
         in r.output, r.output
     assert not (tmp_path / "loo.db.checkpoint-key").exists()
+
+
+@pytest.mark.parametrize(("url", "said"), [
+    ("sqlite://rel/loo.db", "error: DATABASE_URL: 'sqlite://rel/loo.db' names no file"),
+    ("sqlite:///", "error: DATABASE_URL: 'sqlite:///' names no file"),
+    ("memory://", "error: LOO_CHECKPOINT_KEY_FILE: this DATABASE_URL keeps its checkpoint "
+                  "key in memory only")])
+@pytest.mark.parametrize("command", ["show", "rotate"])
+def test_checkpoint_key_with_a_database_url_that_names_no_file_shows_and_writes_nothing(
+        env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str,
+        said: str, command: str):
+    # Before: sqlite://rel/loo.db looked for the key in //rel/loo.db.checkpoint-key (at the
+    # root); sqlite:/// and memory:// showed a key made up for this run as the current one.
+    if command == "rotate" and url == "memory://":
+        said = said.replace("in memory only", "in memory only: there is no key to rotate")
+    monkeypatch.chdir(tmp_path)
+    before = sorted(tmp_path.iterdir())
+    r = _loo("checkpoint-key", command, env=env | {"DATABASE_URL": url})
+    assert r.exit_code == 2, r.output
+    assert r.output.strip().startswith(said), r.output
+    assert sorted(tmp_path.iterdir()) == before

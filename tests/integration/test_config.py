@@ -58,6 +58,8 @@ def test_settings_read_every_variable() -> None:
     ({"DATABASE_URL": "mysql://x"}, "DATABASE_URL"),
     ({"DATABASE_URL": "garbage"}, "DATABASE_URL"),
     ({"DATABASE_URL": "sqlite:///loo.db?mode=ro"}, "DATABASE_URL"),  # not a file name
+    ({"DATABASE_URL": "sqlite:///"}, "DATABASE_URL"),  # no file at all
+    ({"DATABASE_URL": "sqlite://rel/loo.db"}, "DATABASE_URL"),  # two slashes: not sqlite:///
     ({"REDIS_URL": "http://x"}, "REDIS_URL"),
     ({"REDIS_URL": "localhost:6379"}, "REDIS_URL"),
     ({"REDIS_URL": "redis://localhost:6379/abc"}, "REDIS_URL"),  # redis-py: db 0, silently
