@@ -42,7 +42,7 @@ def chips(table_id: str) -> str:
 
 
 CLUB_PAGES = {"home": "Club", "members": "Members", "seasons": "Seasons", "tables": "Tables",
-              "standings": "Standings", "tokens": "Tokens"}
+              "standings": "Standings", "feed": "Feed", "tokens": "Tokens"}
 OWNER_PAGES = {"tokens"}  # tabs shown to an owner token only
 
 
@@ -88,6 +88,12 @@ def club_standings(club_id: str) -> str:
     """The league table per season, variant and scoring, its CSV, and chips over the season."""
     return render_template("club_standings.html", club_id=club_id, page="standings",
                            pages=CLUB_PAGES, variants=VARIANTS, scorings=SCORINGS)
+
+
+@web.get("/clubs/<club_id>/feed")
+def club_feed(club_id: str) -> str:
+    """The club's events as they happen, in words, newest first (any club token)."""
+    return render_template("club_feed.html", club_id=club_id, page="feed", pages=CLUB_PAGES)
 
 
 @web.get("/clubs/<club_id>/tokens")

@@ -8,6 +8,7 @@ tests/artefacts/web/club-tools-*.png; no page may log a console error.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -238,3 +239,90 @@ def test_a_scorer_is_offered_no_tokens(club, browser):  # noqa: F811
     assert not browser.find_element(
         By.CSS_SELECTOR, f".tabs a[href='/clubs/{cid}/tokens']").is_displayed()
     settle(browser, "club-tools-tokens-scorer")
+
+
+CODE = re.compile(r"\b[a-z]+_[a-z_]+\b")  # an event type or reason as the API spells it
+
+
+def feed_texts(browser: Any) -> list[str]:  # noqa: F811
+    return [li.text for li in browser.find_elements(By.CSS_SELECTOR, "#feed li")
+            if li.is_displayed()]
+
+
+def test_the_club_feed_tells_what_happens_live_in_words(club, members, browser):  # noqa: F811
+    """API.md Feeds: the club's events, followed live (SSE), each a sentence: a member who
+    joins, a table set up, a hand settled (linked to its replay), the moves behind 'every
+    move'; no event type or reason as the API spells it. Left and come back to, the page
+    follows again from where it was: what happened meanwhile is shown once."""
+    base, cid, token = club["url"], club["id"], club["token"]
+    open_club_page(browser, club, "/feed")
+    live = wait_for("the club's stream", lambda: (lambda e: e.get_attribute("data-live")
+                                                  == "stream" and e)(
+        browser.find_element(By.ID, "live")))
+    # From before the page was opened.
+    assert any(t.endswith("Ann joined the club.") for t in feed_texts(browser))
+    ok(base, "POST", f"/v1/clubs/{cid}/members", token, {"name": "Fern"})
+    wait_for("Fern", lambda: "Fern joined the club." in " ".join(feed_texts(browser)),
+             deadline=5)
+    made = ok(base, "POST", f"/v1/clubs/{cid}/tables", token, {
+        "deal": "results", "first_dealer": 0, "seats": [{"member": m} for m in members[:2]]})
+    ok(base, "POST", f"/v1/tables/{made['id']}/hands", token, {"result": {
+        "decisions": {"0": "play", "1": "play"}, "tricks": {"0": 3, "1": 2}}})
+    settled = wait_for("the hand settled", lambda: browser.find_element(
+        By.CSS_SELECTOR, f"#feed li[data-type=hand_settled][data-stream='{made['id']}']"),
+        deadline=5)
+    assert "Hand 1 settled. Chips: Ann " in settled.text and "the pool holds" in settled.text
+    where = settled.find_element(By.CSS_SELECTOR, "a.feed-where")
+    assert where.text == "Ann, <script>"
+    assert where.get_attribute("href") == f"{base}/tables/{made['id']}?club={cid}"
+    assert settled.find_element(By.CSS_SELECTOR, "a.feed-replay").get_attribute("href") == (
+        f"{base}/tables/{made['id']}/hands/1/replay?club={cid}")
+    assert any(t.endswith("A new table: Loo for chips.") for t in feed_texts(browser))
+    assert not browser.find_elements(By.CSS_SELECTOR, "#feed li[data-type=tricks_paid]")[0] \
+        .is_displayed()
+    browser.find_element(By.ID, "every-move").click()
+    texts = feed_texts(browser)
+    assert any("each trick was worth" in t for t in texts)
+    assert not [t for t in texts if CODE.search(t)], [t for t in texts if CODE.search(t)]
+    # Newest first.
+    positions = [int(li.get_attribute("data-position"))
+                 for li in browser.find_elements(By.CSS_SELECTOR, "#feed li")]
+    assert positions == sorted(positions, reverse=True)
+    settle(browser, "club-tools-feed")
+    browser.set_window_size(*PHONE)
+    try:
+        fits(browser)
+        settle(browser, "club-tools-phone-feed")
+    finally:
+        browser.set_window_size(*DESKTOP)
+    # Away and back: the stream was closed while away and resumes where it was.
+    browser.get(f"{base}/docs/rules")
+    ok(base, "POST", f"/v1/clubs/{cid}/members", token, {"name": "Gil"})
+    browser.back()
+    wait_for("Gil, once", lambda: [t for t in feed_texts(browser)
+                                   if t.endswith("Gil joined the club.")], deadline=5)
+    assert len([t for t in feed_texts(browser) if t.endswith("Gil joined the club.")]) == 1
+    live = browser.find_element(By.ID, "live")
+    assert live.get_attribute("data-duplicates") in ("0", None)
+
+
+def test_the_club_feed_reads_further_back_on_demand(club, server, browser):  # noqa: F811
+    """The feed pages by the service's positions only: the page reads the last 2000 first.
+    A club whose events lie further back (another table played 2000 events since) shows
+    none at first, and 'Show earlier events' finds them."""
+    base = club["url"]
+    busy = ok(base, "POST", "/v1/tables", body={
+        "seats": [{"name": f"Bot {i}", "bot": "random"} for i in range(4)],
+        "options": {"max_hands": 80}})
+    wait_for("2000 events elsewhere", lambda: ok(
+        base, "GET", f"/v1/tables/{busy['id']}", busy["admin_token"])["version"] > 2100,
+        deadline=60)
+    open_club_page(browser, club, "/feed")
+    wait_for("the feed read", lambda: browser.find_element(By.ID, "feed")
+             .get_attribute("data-ready"))
+    assert not any("joined the club" in t for t in feed_texts(browser))
+    assert browser.find_element(By.ID, "feed-empty").is_displayed()
+    browser.find_element(By.ID, "feed-earlier").click()
+    wait_for("the club's earlier events", lambda: any(
+        t.endswith("Ann joined the club.") for t in feed_texts(browser)))
+    settle(browser, "club-tools-feed-earlier")

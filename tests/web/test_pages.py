@@ -104,6 +104,8 @@ CLUB_PAGES = [
     ("/clubs/club_x/tables/new", "js/club-table-new.js",
      ('id="new-table"', 'id="nt-variant"', 'id="nt-scoring"', 'id="nt-deal"', 'id="nt-season"',
       'id="nt-players"', 'id="nt-first-dealer"', 'id="nt-seats"', 'id="nt-done"')),
+    ("/clubs/club_x/feed", "js/club-feed.js", ('id="feed"', 'id="live"', 'id="every-move"',
+                                               'id="feed-earlier"')),
     ("/clubs/club_x/tokens", "js/club-tokens.js",
      ('id="issue-token"', 'id="token-role"', 'id="tokens"', 'id="issued"', 'id="revoke-dialog"',
       'id="spectator-form"', 'id="spectators"', 'class="current owner-only"')),
@@ -145,7 +147,8 @@ def test_club_scripts_build_pages_from_text_never_from_markup(client) -> None:
     and textContent), never as markup, so a member named <script> shows as text."""
     for name in ("api.js", "club.js", "club-home.js", "club-members.js", "club-seasons.js",
                  "club-tables.js", "club-standings.js", "club-member-ledger.js", "table.js",
-                 "sse.js", "club-table-new.js", "club-tokens.js"):
+                 "sse.js", "club-table-new.js", "club-tokens.js",
+                 "club-feed.js"):
         text = client.get(f"/assets/js/{name}").get_data(as_text=True)
         for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write"):
             assert sink not in text, (name, sink)
