@@ -225,18 +225,21 @@ def require_ledger(url: str) -> None:
                       "run `loo db upgrade` to create an empty one)")
 
 
-def checkpoint_signer(settings: Settings, create: bool = True) -> Any:
+def checkpoint_signer(settings: Settings, create: bool = True, *,
+                      missing_ok: bool = False) -> Any:
     """The checkpoint key, never stored in the database: LOO_CHECKPOINT_KEY, else the key
     file LOO_CHECKPOINT_KEY_FILE, else a key file made on first start beside the SQLite
     file (`loo.db.checkpoint-key`) or, on PostgreSQL, ./loo-checkpoint.key (every process
     must share one key: set the variable, or point them at one file). It also trusts the
     public keys of LOO_CHECKPOINT_RETIRED_KEYS (keys replaced by a rotation). Without
-    `create`, a missing key file is a ConfigError rather than a new key."""
+    `create`, a missing key file is a ConfigError rather than a new key, or with
+    `missing_ok` a key of this process alone (for commands that sign nothing: a reader must
+    not leave a key file the service would then take for its own)."""
     from cryptography.hazmat.primitives import serialization
 
     from ledger.app.checkpoints import parse_key
 
-    signer = _current_signer(settings, create)
+    signer = _current_signer(settings, create, missing_ok)
     seed = signer.private.private_bytes(serialization.Encoding.Raw,
                                         serialization.PrivateFormat.Raw,
                                         serialization.NoEncryption())
@@ -248,7 +251,7 @@ def checkpoint_signer(settings: Settings, create: bool = True) -> Any:
     return signer.retiring(retired)
 
 
-def _current_signer(settings: Settings, create: bool) -> Any:
+def _current_signer(settings: Settings, create: bool, missing_ok: bool = False) -> Any:
     from ledger.app.checkpoints import Signer, parse_key
 
     if settings.checkpoint_key:
@@ -257,8 +260,12 @@ def _current_signer(settings: Settings, create: bool) -> Any:
     if path is None:
         return Signer.generate()
     if not create and not os.path.exists(path):
+        if missing_ok:
+            return Signer.generate()
         raise ConfigError(f"LOO_CHECKPOINT_KEY_FILE: there is no checkpoint key in {path!r} yet "
-                          "(the service makes it on its first start)")
+                          "(the service makes it on its first start; if it runs with "
+                          "LOO_CHECKPOINT_KEY or another LOO_CHECKPOINT_KEY_FILE, set the same "
+                          "here)")
     try:
         return Signer.from_file(path, create=create)
     except (OSError, ValueError) as err:
@@ -313,7 +320,7 @@ def bootstrap(settings: Settings, *, upgrade: bool = True, create: bool = True) 
         raise
     dispatcher: Any = RqDispatcher(queue) if queue is not None else InlineDispatcher()
     try:
-        signer = checkpoint_signer(settings)
+        signer = checkpoint_signer(settings, create=create, missing_ok=not create)
     except ConfigError:
         store.close()
         raise

@@ -130,3 +130,42 @@ def test_checkpoint_key_with_a_database_url_that_names_no_file_shows_and_writes_
     assert r.exit_code == 2, r.output
     assert r.output.strip().startswith(said), r.output
     assert sorted(tmp_path.iterdir()) == before
+
+
+def test_audit_and_the_club_readers_never_make_a_checkpoint_key(env: dict[str, str],
+                                                                  tmp_path: Path):
+    # The service ran with its key in LOO_CHECKPOINT_KEY: there is no key file beside the
+    # ledger. Before: `loo audit` (and `loo standings`, `loo club members list`) made
+    # loo.db.checkpoint-key, a new key the service would take for its own on a restart
+    # without the variable, and the audit called the service's checkpoints forged ("signed
+    # with key ..., which is neither the current key ...: otherwise the checkpoint is forged").
+    seed = Signer.generate().private.private_bytes_raw().hex()
+    t, _key_id = _club_table(env | {"LOO_CHECKPOINT_KEY": seed})
+    made = _loo("club", "create", "Red Lion", env=env | {"LOO_CHECKPOINT_KEY": seed})
+    assert made.exit_code == 0, made.output
+    club_id = made.output.split()[1]
+    key_file = tmp_path / "loo.db.checkpoint-key"
+    assert not key_file.exists()
+    for args in (["standings", "--club", club_id], ["club", "members", "list", club_id]):
+        r = _loo(*args, env=env)
+        assert r.exit_code == 0, r.output
+        assert not key_file.exists(), args
+    r = _loo("audit", t.id, env=env)
+    assert r.exit_code == 2, r.output
+    assert r.output.startswith("error: LOO_CHECKPOINT_KEY_FILE: there is no checkpoint key in "
+                               f"'{key_file}' yet"), r.output
+    assert "forged" not in r.output and not key_file.exists()
+    r = _loo("audit", t.id, env=env | {"LOO_CHECKPOINT_KEY": seed})
+    assert r.exit_code == 0 and r.output.rstrip().endswith(": OK"), r.output
+
+
+def test_audit_of_a_table_with_no_checkpoint_needs_no_key(env: dict[str, str], tmp_path: Path):
+    container = bootstrap(Settings.from_env(env | {"LOO_CHECKPOINT_KEY": "00" * 32}))
+    try:
+        club = Club(create_app(container).test_client())
+        t = club.create(deal="results", first_dealer=0)  # no hand settled: nothing signed
+    finally:
+        container.close()
+    r = _loo("audit", t.id, env=env)
+    assert r.exit_code == 0 and r.output.rstrip().endswith(": OK"), r.output
+    assert not (tmp_path / "loo.db.checkpoint-key").exists()
