@@ -106,6 +106,17 @@ def create(opts: Options, seats: list[tuple[str, str | None]], first_dealer: Any
     return out
 
 
+def dealt_untouched(t: Table) -> bool:
+    """The hand under way was dealt by the service (a shuffled table with auto_deal) and
+    nobody has acted in it: no decision, no timed-out turn. A start of the next hand then
+    names this one (API.md Hands: with auto_deal the service starts it itself)."""
+    h = t.hand
+    return (t.opts.deal == "shuffled" and t.opts.auto_deal and t.status == "playing"
+            and h is not None and not t.settled and h.phase == "deciding"
+            and h.number not in t.voided and not h.timeouts
+            and all(d is None for d in h.decisions))
+
+
 def start_hand(t: Table, *, seed: bytes | None = None,
                recorded: tuple[tuple[tuple[Tile, ...], ...], Tile] | None = None,
                result: dict[str, Any] | None = None) -> list[ev.Event]:
