@@ -24,7 +24,8 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 LOG_FORMATS = ("json", "text")
 # Every variable Settings reads; docker-compose.yml and the README are tested against it.
 ENV_VARS = ("DATABASE_URL", "REDIS_URL", "LOO_QUEUE_PREFIX", "LOO_LOG_LEVEL", "LOO_LOG_FORMAT",
-            "LOO_CHECKPOINT_KEY", "LOO_CHECKPOINT_KEY_FILE", "LOO_CHECKPOINT_RETIRED_KEYS")
+            "LOO_CHECKPOINT_KEY", "LOO_CHECKPOINT_KEY_FILE", "LOO_CHECKPOINT_RETIRED_KEYS",
+            "LOO_CHECKPOINT_REVOKED_KEYS")
 DEFAULT_KEY_FILE = "loo-checkpoint.key"  # PostgreSQL without a key: in the working directory
 _DB_HINT = "use postgresql://user@host:5432/db or sqlite:///path/loo.db; unset means ./loo.db"
 
@@ -59,6 +60,8 @@ class Settings:
     checkpoint_key_file: str | None = None
     # Public keys of checkpoint keys replaced by a rotation: their checkpoints still audit.
     checkpoint_retired_keys: tuple[str, ...] = ()
+    # Public keys revoked (leaked): what they signed fails the audit, named as revoked.
+    checkpoint_revoked_keys: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> Settings:
@@ -106,19 +109,23 @@ class Settings:
                                   "e.g. python -c 'import os; print(os.urandom(32).hex())')"
                                   ) from None
         retired = retired_keys(env["LOO_CHECKPOINT_RETIRED_KEYS"])
+        revoked = retired_keys(env["LOO_CHECKPOINT_REVOKED_KEYS"],
+                               "LOO_CHECKPOINT_REVOKED_KEYS", "of a key that leaked")
         from ledger.app.webhooks import WebhookConfig
 
         WebhookConfig.from_env(environ)  # LOO_WEBHOOK_*: checked at start, read when used
         return cls(database_url=db, redis_url=redis_url, queue_name=queue, log_level=level,
                    log_format=log_format, checkpoint_key=key,
                    checkpoint_key_file=env["LOO_CHECKPOINT_KEY_FILE"] or None,
-                   checkpoint_retired_keys=retired)
+                   checkpoint_retired_keys=retired, checkpoint_revoked_keys=revoked)
 
 
-def retired_keys(value: str) -> tuple[str, ...]:
-    """LOO_CHECKPOINT_RETIRED_KEYS: comma-separated Ed25519 public keys (hex or base64; empty
-    entries, as of a trailing comma, are skipped), each checked; a ConfigError names the
-    first that is not one."""
+def retired_keys(value: str, var: str = "LOO_CHECKPOINT_RETIRED_KEYS",
+                 which: str = "GET /v1/checkpoints/key gave before a rotation",
+                 ) -> tuple[str, ...]:
+    """LOO_CHECKPOINT_RETIRED_KEYS (or `var`, LOO_CHECKPOINT_REVOKED_KEYS): comma-separated
+    Ed25519 public keys (hex or base64; empty entries, as of a trailing comma, are skipped),
+    each checked; a ConfigError names the first that is not one."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
     from ledger.app.checkpoints import parse_key
@@ -131,9 +138,8 @@ def retired_keys(value: str) -> tuple[str, ...]:
             Ed25519PublicKey.from_public_bytes(parse_key(entry))
         except ValueError as err:
             shown = entry if len(entry) <= 16 else entry[:12] + "…"
-            raise ConfigError(f"LOO_CHECKPOINT_RETIRED_KEYS: entry {n} ({shown!r}) is not a "
-                              f"public key: it {err} (comma-separated, each a public_key GET "
-                              "/v1/checkpoints/key gave before a rotation)") from None
+            raise ConfigError(f"{var}: entry {n} ({shown!r}) is not a public key: it {err} "
+                              f"(comma-separated, each a public_key {which})") from None
     return tuple(e for e in entries if e)
 
 
@@ -231,10 +237,11 @@ def checkpoint_signer(settings: Settings, create: bool = True, *,
     file LOO_CHECKPOINT_KEY_FILE, else a key file made on first start beside the SQLite
     file (`loo.db.checkpoint-key`) or, on PostgreSQL, ./loo-checkpoint.key (every process
     must share one key: set the variable, or point them at one file). It also trusts the
-    public keys of LOO_CHECKPOINT_RETIRED_KEYS (keys replaced by a rotation). Without
-    `create`, a missing key file is a ConfigError rather than a new key, or with
-    `missing_ok` a key of this process alone (for commands that sign nothing: a reader must
-    not leave a key file the service would then take for its own)."""
+    public keys of LOO_CHECKPOINT_RETIRED_KEYS (keys replaced by a rotation) and refuses
+    those of LOO_CHECKPOINT_REVOKED_KEYS (keys that leaked). Without `create`, a missing key
+    file is a ConfigError rather than a new key, or with `missing_ok` a key of this process
+    alone (for commands that sign nothing: a reader must not leave a key file the service
+    would then take for its own)."""
     from cryptography.hazmat.primitives import serialization
 
     from ledger.app.checkpoints import parse_key
@@ -248,6 +255,16 @@ def checkpoint_signer(settings: Settings, create: bool = True, *,
         raise ConfigError(f"LOO_CHECKPOINT_RETIRED_KEYS: entry {retired.index(seed) + 1} is "
                           "the current checkpoint key's private key, not a public key (list "
                           "the public_key of each retired key)")
+    revoked = [parse_key(k) for k in settings.checkpoint_revoked_keys]
+    if seed in revoked:
+        raise ConfigError(f"LOO_CHECKPOINT_REVOKED_KEYS: entry {revoked.index(seed) + 1} is "
+                          "the current checkpoint key's private key, not a public key (list "
+                          "the public_key of each revoked key)")
+    try:
+        signer = signer.revoking(revoked)
+    except ValueError as err:
+        n = revoked.index(signer.public_bytes) + 1
+        raise ConfigError(f"LOO_CHECKPOINT_REVOKED_KEYS: entry {n}: {err}") from None
     return signer.retiring(retired)
 
 

@@ -242,6 +242,12 @@ class TrustedKeyOut(Open):
                        "(LOO_CHECKPOINT_RETIRED_KEYS), whose checkpoints still verify"})
 
 
+class RevokedKeyOut(Open):
+    alg = fields.String(required=True)
+    public_key = fields.String(required=True, metadata={"description": "base64, 32 bytes"})
+    key_id = fields.String(required=True)
+
+
 class CheckpointKeyOut(Open):
     alg = fields.String(required=True)
     public_key = fields.String(required=True, metadata={
@@ -250,6 +256,10 @@ class CheckpointKeyOut(Open):
     keys = fields.List(fields.Nested(TrustedKeyOut), required=True, metadata={
         "description": "every key a checkpoint of this service may be signed with, the "
                        "current one first: check a checkpoint with the key its key_id names"})
+    revoked = fields.List(fields.Nested(RevokedKeyOut), metadata={
+        "description": "keys revoked because they leaked (LOO_CHECKPOINT_REVOKED_KEYS): "
+                       "whoever holds one can sign any head, so a checkpoint signed with one "
+                       "proves nothing and is refused (the audit, loo verify --keys)"})
 
 
 class AuditOut(Open):

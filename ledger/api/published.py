@@ -37,7 +37,9 @@ class CheckpointKey(MethodView):
     def get(self) -> Any:
         """The public key that checkpoint signatures verify with (Ed25519, base64), and in
         `keys` every key a checkpoint of this service may carry: the current one and those
-        retired by a rotation (LOO_CHECKPOINT_RETIRED_KEYS), each by its key_id."""
+        retired by a rotation (LOO_CHECKPOINT_RETIRED_KEYS), each by its key_id; in
+        `revoked` the keys it no longer trusts (LOO_CHECKPOINT_REVOKED_KEYS: leaked), whose
+        checkpoints fail the audit and `loo verify --keys`."""
         return ledger().signer.public()
 
 

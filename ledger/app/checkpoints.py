@@ -18,7 +18,9 @@ signed fields (it was not when checkpoints began, and the signed bytes of a chec
 change), so it only says which key to check with: an edited key_id makes the check fail, it
 cannot make a forged signature hold. The service trusts its current key and the retired ones
 (LOO_CHECKPOINT_RETIRED_KEYS): a `Keyring`. A checkpoint without a key_id is checked against
-every key of the keyring.
+every key of the keyring. A key that leaked is revoked (LOO_CHECKPOINT_REVOKED_KEYS, or a keys
+file's `revoked` for `loo verify`): whoever holds it can sign any head, so a checkpoint it
+signs proves nothing and fails, named as signed by a revoked key.
 """
 
 from __future__ import annotations
@@ -100,6 +102,9 @@ class Keyring:
     keys: tuple[tuple[str, Ed25519PublicKey], ...]
     current: str | None = None  # the key id now signing (None: keys given offline)
     hint: str = ""  # what to do about a checkpoint signed with none of them
+    # Keys revoked (leaked): what they signed is refused, named so; never trusted.
+    revoked: tuple[tuple[str, Ed25519PublicKey], ...] = ()
+    revoked_by: str = "revoked"  # where the revocation comes from, for the message
 
     @classmethod
     def of(cls, key: Keyring | Ed25519PublicKey) -> Keyring:
@@ -110,12 +115,18 @@ class Keyring:
 
     @classmethod
     def from_raw(cls, publics: Iterable[bytes], current: str | None = None,
-                 hint: str = "") -> Keyring:
-        """Keys from raw public bytes (each 32; ValueError otherwise), duplicates once."""
+                 hint: str = "", revoked: Iterable[bytes] = (),
+                 revoked_by: str = "revoked") -> Keyring:
+        """Keys from raw public bytes (each 32; ValueError otherwise), duplicates once; a key
+        both trusted and `revoked` is revoked."""
+        gone: dict[str, Ed25519PublicKey] = {}
+        for raw in revoked:
+            gone.setdefault(key_id(raw), Ed25519PublicKey.from_public_bytes(raw))
         keys: dict[str, Ed25519PublicKey] = {}
         for raw in publics:
-            keys.setdefault(key_id(raw), Ed25519PublicKey.from_public_bytes(raw))
-        return cls(tuple(keys.items()), current, hint)
+            if key_id(raw) not in gone:
+                keys.setdefault(key_id(raw), Ed25519PublicKey.from_public_bytes(raw))
+        return cls(tuple(keys.items()), current, hint, tuple(gone.items()), revoked_by)
 
     def ids(self) -> list[str]:
         return [kid for kid, _ in self.keys]
@@ -140,6 +151,8 @@ class Keyring:
         if kid is not None:
             kid = str(kid)[:64]
             named = dict(self.keys).get(kid)
+            if named is None and kid in dict(self.revoked):
+                return self._revoked(kid)
             if named is None:
                 hint = f": {self.hint}" if self.hint else ""
                 return f"it is signed with key {kid}, which is {self._describe()}{hint}"
@@ -154,9 +167,21 @@ class Keyring:
             return None
         if kid is not None:
             return f"the signature does not match key {kid} (forged, or its key_id edited)"
+        for gone, key in self.revoked:  # no key_id: was it one of the revoked keys?
+            try:
+                key.verify(sig, body)
+            except InvalidSignature:
+                continue
+            return self._revoked(gone)
         hint = f": {self.hint}" if self.hint else ""
         return (f"the signature does not match (the checkpoint names no key_id, and it holds "
                 f"under {self._describe()}){hint}")
+
+
+    def _revoked(self, kid: str) -> str:
+        return (f"it is signed with key {kid}, which is revoked ({self.revoked_by}): whoever "
+                "held that key could sign any head, so this checkpoint proves nothing (compare "
+                "it with a copy archived before the key leaked)")
 
 
 @dataclass(frozen=True)
@@ -165,6 +190,7 @@ class Signer:
 
     private: Ed25519PrivateKey
     retired: tuple[bytes, ...] = field(default=())  # raw public keys (LOO_CHECKPOINT_RETIRED_KEYS)
+    revoked: tuple[bytes, ...] = field(default=())  # raw public keys (LOO_CHECKPOINT_REVOKED_KEYS)
 
     @classmethod
     def from_seed(cls, seed: bytes) -> Signer:
@@ -195,9 +221,24 @@ class Signer:
         keep: list[bytes] = []
         for raw in publics:
             Ed25519PublicKey.from_public_bytes(raw)  # ValueError when not a key
-            if raw != self.public_bytes and raw not in keep:
+            if raw != self.public_bytes and raw not in keep and raw not in self.revoked:
                 keep.append(raw)
-        return Signer(self.private, tuple(keep))
+        return Signer(self.private, tuple(keep), self.revoked)
+
+    def revoking(self, publics: Iterable[bytes]) -> Signer:
+        """This key, refusing what the revoked public keys `publics` signed (each once; a
+        retired key revoked is no longer trusted). ValueError for the current key: rotate it
+        first, then revoke it."""
+        gone: list[bytes] = []
+        for raw in publics:
+            Ed25519PublicKey.from_public_bytes(raw)  # ValueError when not a key
+            if raw == self.public_bytes:
+                raise ValueError("it is the current key's public key: rotate first (loo "
+                                 "checkpoint-key rotate), then revoke the key it replaced")
+            if raw not in gone:
+                gone.append(raw)
+        return Signer(self.private, tuple(r for r in self.retired if r not in gone),
+                      tuple(gone))
 
     @property
     def public_bytes(self) -> bytes:
@@ -208,17 +249,23 @@ class Signer:
         return key_id(self.public_bytes)
 
     def public(self) -> dict[str, Any]:
-        """GET /v1/checkpoints/key: the current key (alg, public_key, key_id) and `keys`, every
-        key a checkpoint of this service may be signed with, the current one first."""
+        """GET /v1/checkpoints/key: the current key (alg, public_key, key_id), `keys`, every
+        key a checkpoint of this service may be signed with, the current one first, and
+        `revoked`, the keys it no longer trusts (LOO_CHECKPOINT_REVOKED_KEYS): `loo verify
+        --keys` refuses what they signed."""
         pub = self.public_bytes
         return {"alg": ALG, "public_key": base64.b64encode(pub).decode(), "key_id": key_id(pub),
                 "keys": [public_entry(pub, True),
-                         *(public_entry(raw, False) for raw in self.retired)]}
+                         *(public_entry(raw, False) for raw in self.retired)],
+                "revoked": [{"alg": ALG, "public_key": base64.b64encode(raw).decode(),
+                             "key_id": key_id(raw)} for raw in self.revoked]}
 
     def keyring(self) -> Keyring:
-        """The keys the audit trusts: the current one and the retired ones."""
+        """The keys the audit trusts: the current one and the retired ones; the revoked ones
+        named as such."""
         return Keyring.from_raw((self.public_bytes, *self.retired), current=self.key_id,
-                                hint=SERVICE_HINT)
+                                hint=SERVICE_HINT, revoked=self.revoked,
+                                revoked_by="LOO_CHECKPOINT_REVOKED_KEYS")
 
     def sign(self, table: str, version: int, hash_: str, at: str | None = None) -> dict[str, Any]:
         cp: dict[str, Any] = {"table": table, "version": version, "hash": hash_,

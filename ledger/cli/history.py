@@ -33,9 +33,11 @@ OFFLINE_HINT = ("give that key's public key with another --key, or --keys with t
                 "checkpoint is forged")
 
 
-def _keys_file(path: str) -> list[tuple[str, str]]:
-    """(where, key text) of each key in a keys file: a GET /v1/checkpoints/key answer (its
-    `keys`, else its `public_key`), a JSON list of keys, or one key a line (# comments)."""
+def _keys_file(path: str) -> list[tuple[str, str, bool]]:
+    """(where, key text, revoked) of each key in a keys file: a GET /v1/checkpoints/key answer
+    (its `keys`, else its `public_key`, and its `revoked`), a JSON list of keys (an object
+    with `"revoked": true` is a revoked one), or one key a line (# comments; `revoked KEY`
+    for a revoked one)."""
     try:
         with open(path, "rb") as f:
             text = f.read(1_000_000).decode("utf-8-sig")
@@ -44,24 +46,41 @@ def _keys_file(path: str) -> list[tuple[str, str]]:
     try:
         doc = orjson.loads(text)
     except orjson.JSONDecodeError:
-        return [(f"{path} line {n}", line.strip()) for n, line in enumerate(text.splitlines(), 1)
-                if line.strip() and not line.lstrip().startswith("#")]
+        out = []
+        for n, line in enumerate(text.splitlines(), 1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            word, _, rest = line.partition(" ")
+            revoked = word.lower() == "revoked" and bool(rest.strip())
+            out.append((f"{path} line {n}", rest.strip() if revoked else line, revoked))
+        return out
+    gone: list[Any] = []
     if isinstance(doc, dict):
-        doc = doc.get("keys") or [doc]
+        found = doc.get("revoked")
+        gone = found if isinstance(found, list) else []
+        doc = doc.get("keys") or ([doc] if "public_key" in doc or not gone else [])
     if not isinstance(doc, list):
         doc = [doc]
     out = []
     for n, item in enumerate(doc, 1):
         value = item.get("public_key") if isinstance(item, dict) else item
-        out.append((f"{path} key {n}", value if isinstance(value, str) else ""))
+        revoked = isinstance(item, dict) and item.get("revoked") is True
+        out.append((f"{path} key {n}", value if isinstance(value, str) else "", revoked))
+    for n, item in enumerate(gone, 1):
+        value = item.get("public_key") if isinstance(item, dict) else item
+        out.append((f"{path} revoked key {n}", value if isinstance(value, str) else "", True))
     return out
 
 
-def keyring_of(key_texts: tuple[str, ...], keys_files: tuple[str, ...]) -> Any:
-    """The keys `loo verify` checks signatures with (None: none given)."""
+def keyring_of(key_texts: tuple[str, ...], keys_files: tuple[str, ...],
+               revoked_texts: tuple[str, ...] = ()) -> Any:
+    """The keys `loo verify` checks signatures with (None: none given), and those it refuses
+    (--revoked-key, a keys file's revoked ones)."""
     from ledger.app.checkpoints import Keyring, parse_key
 
-    given = [("--key", text) for text in key_texts]
+    given = [("--key", text, False) for text in key_texts]
+    given += [("--revoked-key", text, True) for text in revoked_texts]
     for path in keys_files:
         found = _keys_file(path)
         if not found:
@@ -69,16 +88,17 @@ def keyring_of(key_texts: tuple[str, ...], keys_files: tuple[str, ...]) -> Any:
         given += found
     if not given:
         return None
-    raws = []
-    for where, text in given:
+    raws, gone = [], []
+    for where, text, revoked in given:
         try:
-            raws.append(parse_key(text))
+            (gone if revoked else raws).append(parse_key(text))
         except ValueError as err:
-            hint = "--key" if where == "--key" else "--keys"
-            what = "" if where == "--key" else f"{where}: "
+            hint = where if where.startswith("--") else "--keys"
+            what = "" if where.startswith("--") else f"{where}: "
             raise click.BadParameter(f"{what}{err}", param_hint=hint) from None
     try:
-        return Keyring.from_raw(raws, hint=OFFLINE_HINT)
+        return Keyring.from_raw(raws, hint=OFFLINE_HINT, revoked=gone,
+                                revoked_by="given as revoked to loo verify")
     except ValueError as err:
         raise click.BadParameter(str(err), param_hint="--key") from None
 
@@ -130,15 +150,20 @@ class _Reading:
 @click.option("--keys", "keys_files", multiple=True, metavar="FILE",
               type=click.Path(dir_okay=False, allow_dash=False),
               help="a file of such keys: the service's GET /v1/checkpoints/key answer (every "
-                   "key it trusts), or one key a line")
-def verify_cmd(file: IO[bytes], key_texts: tuple[str, ...], keys_files: tuple[str, ...]) -> None:
+                   "key it trusts, and those it revoked), or one key a line ('revoked KEY' "
+                   "for a revoked one)")
+@click.option("--revoked-key", "revoked_texts", multiple=True, metavar="PUBLIC_KEY",
+              help="a public key that leaked: a checkpoint signed with it fails, named as "
+                   "signed by a revoked key (repeatable)")
+def verify_cmd(file: IO[bytes], key_texts: tuple[str, ...], keys_files: tuple[str, ...],
+               revoked_texts: tuple[str, ...]) -> None:
     """Verify FILE (a loo-hh file, or NDJSON with one per line; - for stdin) with no server
     and no database: schema, commitment, deal, every action, tricks, settlement, the hash
     chain, and checkpoint signatures when --key or --keys is given. Names the first
     failure."""
     from ledger.app.verify import VerifyError, documents, verify_stream
 
-    key = keyring_of(key_texts, keys_files)
+    key = keyring_of(key_texts, keys_files, revoked_texts)
     count, signatures, unsigned, unsigned_voids, unsigned_closes = 0, 0, [], [], []
     with _progress(None, "verifying") as bar:
         task = bar.add_task("verify", total=None)

@@ -25,9 +25,9 @@ def checkpoint_key_cmd() -> None:
 
 @checkpoint_key_cmd.command("show")
 def show_cmd() -> None:
-    """One line a key: current or retired, its key_id, its public key (base64, as GET
-    /v1/checkpoints/key gives it). Keep a copy with your backups: a checkpoint's key cannot
-    be recovered from its signature."""
+    """One line a key: current, retired or revoked, its key_id, its public key (base64, as
+    GET /v1/checkpoints/key gives it). Keep a copy with your backups: a checkpoint's key
+    cannot be recovered from its signature."""
     from ledger.bootstrap import ConfigError, Settings, checkpoint_key_path, checkpoint_signer
 
     settings = Settings.from_env()
@@ -36,9 +36,12 @@ def show_cmd() -> None:
         raise ConfigError("LOO_CHECKPOINT_KEY_FILE: this DATABASE_URL keeps its checkpoint "
                           "key in memory only, in each process: there is no key to show")
     signer = checkpoint_signer(settings, create=False)
-    for key in signer.public()["keys"]:
+    public = signer.public()
+    for key in public["keys"]:
         state = "current" if key["current"] else "retired"
         click.echo(f"{state:<8} {key['key_id']}  {key['public_key']}")
+    for key in public["revoked"]:  # LOO_CHECKPOINT_REVOKED_KEYS: what they signed is refused
+        click.echo(f"{'revoked':<8} {key['key_id']}  {key['public_key']}")
 
 
 @checkpoint_key_cmd.command("rotate")

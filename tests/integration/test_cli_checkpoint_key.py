@@ -23,7 +23,7 @@ from tests.e2e.test_api_checkpoints import ROUND, _three_hands
 @pytest.fixture
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     for var in ("REDIS_URL", "LOO_CHECKPOINT_KEY", "LOO_CHECKPOINT_KEY_FILE",
-                "LOO_CHECKPOINT_RETIRED_KEYS"):
+                "LOO_CHECKPOINT_RETIRED_KEYS", "LOO_CHECKPOINT_REVOKED_KEYS"):
         monkeypatch.delenv(var, raising=False)
     return {"DATABASE_URL": f"sqlite:///{tmp_path}/loo.db"}
 
@@ -169,3 +169,39 @@ def test_audit_of_a_table_with_no_checkpoint_needs_no_key(env: dict[str, str], t
     r = _loo("audit", t.id, env=env)
     assert r.exit_code == 0 and r.output.rstrip().endswith(": OK"), r.output
     assert not (tmp_path / "loo.db.checkpoint-key").exists()
+
+
+def test_checkpoint_key_a_leaked_key_revoked_after_its_rotation_fails_what_it_signed(
+        env: dict[str, str]):
+    """README "Rotating the checkpoint key": a retired key that leaked still vouched for what
+    carried its id. Its public key in LOO_CHECKPOINT_REVOKED_KEYS (left in the retired list
+    too, or not): `show` lists it as revoked, the audit of a table it signed fails naming it
+    revoked, GET /v1/checkpoints/key lists it under `revoked`; the current key cannot be
+    revoked (rotate first)."""
+    old_table, old_id = _club_table(env)
+    r = _loo("checkpoint-key", "rotate", env=env)
+    assert r.exit_code == 0, r.output
+    name, _, value = r.output.strip().splitlines()[-1].partition("=")
+    revoked = env | {name: value, "LOO_CHECKPOINT_REVOKED_KEYS": value}
+    shown = _loo("checkpoint-key", "show", env=revoked)
+    assert [ln.split()[:2] for ln in shown.output.splitlines()][1:] == [["revoked", old_id]]
+    r = _loo("audit", old_table.id, env=revoked)
+    assert r.exit_code == 1, r.output
+    assert f"signed with key {old_id}, which is revoked (LOO_CHECKPOINT_REVOKED_KEYS)" \
+        in r.output, r.output
+    container = bootstrap(Settings.from_env(revoked))
+    try:
+        club = Club(create_app(container).test_client())
+        key = club.c.get("/v1/checkpoints/key").get_json()
+        assert [k["key_id"] for k in key["revoked"]] == [old_id]
+        assert old_id not in [k["key_id"] for k in key["keys"]]
+        out = club.get(old_table, path="/audit").get_json()
+        assert out["ok"] is False and "which is revoked" in out["checks"]["checkpoints"]
+    finally:
+        container.close()
+    current = Signer.from_file(Path(env["DATABASE_URL"].removeprefix("sqlite:///")
+                                    + ".checkpoint-key"), create=False)
+    r = _loo("checkpoint-key", "show",
+             env=revoked | {"LOO_CHECKPOINT_REVOKED_KEYS": current.public_bytes.hex()})
+    assert r.exit_code == 2 and "LOO_CHECKPOINT_REVOKED_KEYS: entry 1: it is the current " \
+        "key's public key: rotate first" in r.output, r.output

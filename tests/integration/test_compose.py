@@ -169,21 +169,22 @@ def test_the_api_trusts_exactly_the_proxy_in_front(services: dict[str, Any]) -> 
 CHECKPOINT_SERVICES = APP_SERVICES
 
 
+@pytest.mark.parametrize("var", ["LOO_CHECKPOINT_RETIRED_KEYS", "LOO_CHECKPOINT_REVOKED_KEYS"])
 @pytest.mark.parametrize("name", CHECKPOINT_SERVICES)
-def test_checkpoint_retired_keys_pass_through_to_every_service_that_signs(name: str) -> None:
+def test_checkpoint_retired_keys_pass_through_to_every_service_that_signs(name: str,
+                                                                          var: str) -> None:
     """README "Rotating the checkpoint key" step 3: the operator sets
-    LOO_CHECKPOINT_RETIRED_KEYS (in .env or the shell) and every process must get it; the
-    compose file passed nothing, so after a rotation every table signed before failed its
-    audit. Empty by default (no key retired yet)."""
+    LOO_CHECKPOINT_RETIRED_KEYS (and, for a key that leaked, LOO_CHECKPOINT_REVOKED_KEYS) in
+    .env or the shell, and every process must get it; the compose file passed nothing, so
+    after a rotation every table signed before failed its audit. Empty by default."""
+    field = var.removeprefix("LOO_").lower()  # the Settings field
     raw = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"][name]
-    assert "${LOO_CHECKPOINT_RETIRED_KEYS" in str(raw["environment"].get(
-        "LOO_CHECKPOINT_RETIRED_KEYS")), raw["environment"]
-    assert compose_services({})[name]["environment"]["LOO_CHECKPOINT_RETIRED_KEYS"] == ""
-    assert Settings.from_env(compose_services({})[name]["environment"]
-                             ).checkpoint_retired_keys == ()
-    retired = "ab" * 32  # a public key (hex) a rotation printed
-    env = compose_services({"LOO_CHECKPOINT_RETIRED_KEYS": retired})[name]["environment"]
-    assert Settings.from_env(env).checkpoint_retired_keys == (retired,)
+    assert "${" + var in str(raw["environment"].get(var)), raw["environment"]
+    assert compose_services({})[name]["environment"][var] == ""
+    assert getattr(Settings.from_env(compose_services({})[name]["environment"]), field) == ()
+    key = "ab" * 32  # a public key (hex) a rotation printed
+    env = compose_services({var: key})[name]["environment"]
+    assert getattr(Settings.from_env(env), field) == (key,)
 
 
 def test_compose_config_validates(tmp_path: Path) -> None:

@@ -149,6 +149,15 @@ def test_checkpoints_a_bad_retired_key_is_a_one_line_error_naming_the_entry(valu
     assert "\n" not in str(err.value) and "32 bytes" in str(err.value)
 
 
+@pytest.mark.parametrize("value", BAD_RETIRED)
+def test_checkpoints_a_bad_revoked_key_is_a_one_line_error_naming_the_entry(value: str) -> None:
+    with pytest.raises(ConfigError, match="^LOO_CHECKPOINT_REVOKED_KEYS: entry [12] ") as err:
+        Settings.from_env({"LOO_CHECKPOINT_REVOKED_KEYS": value})
+    assert "\n" not in str(err.value) and "32 bytes" in str(err.value)
+    assert Settings.from_env({"LOO_CHECKPOINT_REVOKED_KEYS": GOOD_PUBLIC + ","}
+                             ).checkpoint_revoked_keys == (GOOD_PUBLIC,)
+
+
 def test_checkpoints_retired_keys_take_hex_and_base64_and_skip_empty_entries() -> None:
     import base64
 

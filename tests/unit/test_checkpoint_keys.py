@@ -152,3 +152,57 @@ def test_loo_verify_refuses_a_bad_key_naming_where_it_is(tmp_path: Path, args: l
              "missing": tmp_path / "none.json"}
     r = _verify(str(path), *[a.format(**files) for a in args])
     assert r.exit_code == 2 and says in r.output, r.output
+
+
+# ---- revoking a key that leaked -----------------------------------------------------------
+def test_checkpoints_a_revoked_key_s_checkpoints_fail_the_audit_named_as_revoked():
+    """README "Rotating the checkpoint key": a retired key that leaked still vouched for what
+    carried its id, so whoever held it could sign a head the audit took. Revoked
+    (LOO_CHECKPOINT_REVOKED_KEYS: Signer.revoking), what it signed fails, named so, with or
+    without a key_id; revoking wins over retiring; the key answer lists it under `revoked`,
+    not among the trusted `keys`."""
+    led, tid, old, new = _rotated()
+    cps = led.checkpoints(tid)
+    signer = new.retiring([old.public_bytes]).revoking([old.public_bytes])
+    assert signer.retired == () and signer.revoked == (old.public_bytes,)
+    assert new.revoking([old.public_bytes]).retiring([old.public_bytes]).retired == ()
+    answer = signer.public()
+    assert [k["key_id"] for k in answer["keys"]] == [new.key_id]
+    assert answer["revoked"] == [{"alg": "ed25519", "public_key": old.public()["public_key"],
+                                  "key_id": old.key_id}]
+    ring = signer.keyring()
+    why = verify(cps[0], ring)
+    assert why is not None and why.startswith(
+        f"it is signed with key {old.key_id}, which is revoked (LOO_CHECKPOINT_REVOKED_KEYS): "
+        "whoever held that key could sign any head"), why
+    bare = {k: v for k, v in cps[0].items() if k != "key_id"}
+    assert verify(bare, ring) == why
+    assert verify(cps[-1], ring) is None  # the new key's still hold
+    result = audit(led.store.load(tid), led.load(tid), cps, ring)
+    assert result["ok"] is False and "which is revoked" in result["checks"]["checkpoints"]
+    with pytest.raises(ValueError, match="it is the current key's public key: rotate first"):
+        new.revoking([new.public_bytes])
+
+
+def test_loo_verify_refuses_checkpoints_of_a_revoked_key_from_the_answer_a_line_or_an_option(
+        tmp_path: Path):
+    path, old, new = _archive(tmp_path)
+    answer = tmp_path / "keys.json"
+    answer.write_text(json.dumps(new.retiring([old.public_bytes])
+                                 .revoking([old.public_bytes]).public()))
+    lines = tmp_path / "keys.txt"
+    lines.write_text(f"{new.public()['public_key']}\n{old.public_bytes.hex()}\n"
+                     f"revoked {old.public()['public_key']}\n")
+    first = json.loads(path.read_text().splitlines()[0])["checkpoint"]["version"]
+    both = ["--key", old.public()["public_key"], "--key", new.public_bytes.hex()]
+    for args in (["--keys", str(answer)], ["--keys", str(lines)],
+                 [*both, "--revoked-key", old.public_bytes.hex()]):
+        r = _verify(str(path), *args)
+        assert r.exit_code == 1, (args, r.output)
+        assert (f"FAILED: line 1: hand 1: checkpoint at version {first}: it is signed with key "
+                f"{old.key_id}, which is revoked (given as revoked to loo verify)"
+                ) in r.output, r.output
+    r = _verify(str(path), *both)  # without the revocation: as before
+    assert r.exit_code == 0, r.output
+    r = _verify(str(path), *both, "--revoked-key", "nope")
+    assert r.exit_code == 2 and "--revoked-key" in r.output, r.output
