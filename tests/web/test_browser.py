@@ -235,23 +235,32 @@ def test_replay_steps_through_every_event_and_verifies(played, browser):
 def test_chip_chart_shows_the_ledger(played, browser):
     base, tid, token = played["url"], played["id"], played["token"]
     browser.get(f"{base}/tables/{tid}/chips")
-    dots = wait_for("the chart", lambda: browser.find_elements(By.CSS_SELECTOR,
-                                                                "#balance-chart circle"))
-    ledger = get(f"{base}/v1/tables/{tid}/ledger", token)
-    totals: dict[str, int] = {}
-    after: dict[int, dict[str, int]] = {}
-    for t in ledger["transfers"]:
-        totals[t["from"]] = totals.get(t["from"], 0) - t["amount"]
-        totals[t["to"]] = totals.get(t["to"], 0) + t["amount"]
-        after[t["hand"]] = dict(totals)
-    shown = {(int(d.get_attribute("data-hand")), d.get_attribute("data-account")):
-             int(d.get_attribute("data-value")) for d in dots}
-    expected = {(hand, acct): values.get(acct, 0) for hand, values in after.items()
-                for acct in {a for _, a in shown}}
-    assert shown == expected
-    flows = browser.find_elements(By.CSS_SELECTOR, "#flows tr[data-amount]")
-    assert sum(int(f.get_attribute("data-amount")) for f in flows) == sum(
-        t["amount"] for t in ledger["transfers"] if t["hand"] == 1)
+    wait_for("the chart", lambda: browser.find_elements(By.CSS_SELECTOR,
+                                                       "#balance-chart circle"))
+
+    def chart_matches_ledger() -> Any:
+        """The dots read in one script (the page redraws them as hands are settled) and
+        the ledger read after: equal, or read again (a hand settled in between)."""
+        dots = browser.execute_script(
+            "return Array.from(document.querySelectorAll('#balance-chart circle'))"
+            ".map(d => [Number(d.dataset.hand), d.dataset.account, Number(d.dataset.value)])")
+        ledger = get(f"{base}/v1/tables/{tid}/ledger", token)
+        totals: dict[str, int] = {}
+        after: dict[int, dict[str, int]] = {}
+        for t in ledger["transfers"]:
+            totals[t["from"]] = totals.get(t["from"], 0) - t["amount"]
+            totals[t["to"]] = totals.get(t["to"], 0) + t["amount"]
+            after[t["hand"]] = dict(totals)
+        shown = {(hand, acct): value for hand, acct, value in dots}
+        expected = {(hand, acct): values.get(acct, 0) for hand, values in after.items()
+                    for acct in {a for _, a in shown}}
+        return ledger if shown and shown == expected else None
+
+    ledger = wait_for("the chart to show the ledger", chart_matches_ledger)
+    flows = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#flows tr[data-amount]'))"
+        ".map(f => Number(f.dataset.amount))")
+    assert sum(flows) == sum(t["amount"] for t in ledger["transfers"] if t["hand"] == 1)
     settle(browser, "chips")
 
 
