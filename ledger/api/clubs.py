@@ -614,8 +614,9 @@ class StandingsResource(MethodView):
         lists.WHOLE))
     @blp.response(200, StandingsOut)
     def get(self, club_id: str) -> Any:
-        """The league table: one row per member, from the events of the club's tables;
-        Accept: text/csv (or ?format=csv) gives the same rows as CSV.
+        """The league table: one row per active member (zeros for one who has not played
+        in the view; an archived member where they played), from the events of the club's
+        tables; Accept: text/csv (or ?format=csv) gives the same rows as CSV.
 
         Loo for points counts up from 0 (the highest wins), Rounce down from its target
         (the lowest wins). A view holding points tables of both (`mixed_points`)

@@ -273,7 +273,8 @@ class Clubs:
 
     def standings(self, loaded: Loaded, season: str | None = None, variant: str | None = None,
                   scoring: str | None = None) -> dict[str, Any]:
-        """One row per member who sat at a matching table, from the standings read model
+        """One row per active member and per archived member who sat at a matching table
+        (a member who did not has zeros), from the standings read model
         (ledger/app/standings.py), caught up to the latest event first. A season that is not
         the club's is a 422 (unknown_season), never an empty table. `mixed_points`: the
         view's tables include Loo for points and Rounce, whose points count up (`points` is
@@ -284,7 +285,8 @@ class Clubs:
         names = {m.id: m.name for m in loaded.club.members}
         kinds = self._kinds(loaded, season, variant, scoring)
         return {"as_of": as_of, "mixed_points": mixes_points(kinds),
-                "rows": standings_rows(rows, names, season, variant, scoring, kinds)}
+                "rows": standings_rows(rows, names, season, variant, scoring, kinds,
+                                       active(loaded.club))}
 
     def standings_by_scan(self, loaded: Loaded, season: str | None = None,
                           variant: str | None = None, scoring: str | None = None,
@@ -304,7 +306,8 @@ class Clubs:
                                  "tables": 1} | figures[seat])
         names = {m.id: m.name for m in loaded.club.members}
         kinds = self._kinds(loaded, season, variant, scoring)
-        return {"rows": standings_rows(rows, names, season, variant, scoring, kinds)}
+        return {"rows": standings_rows(rows, names, season, variant, scoring, kinds,
+                                       active(loaded.club))}
 
     def member_ledger(self, loaded: Loaded, mid: str, season: str | None = None,
                       variant: str | None = None, scoring: str | None = None,
@@ -371,6 +374,11 @@ class Clubs:
         return {s.data["table_id"]: s.position
                 for s in self.store.load(loaded.id, up_to_version=loaded.version)
                 if s.type == "club_table_added"}
+
+
+def active(club: cl.Club) -> list[str]:
+    """The club's members not archived: each has a standings row, played or not."""
+    return [m.id for m in club.members if not m.archived]
 
 
 def imported_members(club: cl.Club, members: tuple[str | None, ...]) -> None:

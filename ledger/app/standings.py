@@ -239,10 +239,15 @@ def counted_points(row: dict[str, Any], mixed: bool) -> int:
 def standings_rows(rows: Iterable[dict[str, Any]], names: dict[str, str],
                    season: str | None, variant: str | None, scoring: str | None,
                    kinds: Iterable[tuple[str, str]] | None = None,
+                   everyone: Iterable[str] = (),
                    ) -> list[dict[str, Any]]:
     """The league table from seat rows: one row per member, ranked (API.md Standings).
     `kinds`: the (variant, scoring) of every table of the view, which decide how its points
-    count (`mixes_points`); by default those of the rows."""
+    count (`mixes_points`); by default those of the rows. `everyone`: the members listed
+    whether or not they played in the view (the club's active members): one who did not
+    has a row of zeros, ranked by them as any row is, except in a view of Rounce tables
+    only, where the fewest points rank first: there a member with no table ranks after
+    every member who has one (0 points is no score, not the best)."""
     out: dict[str, dict[str, Any]] = {}
     rows = [r for r in rows
             if (season is None or r["season"] == season)
@@ -250,6 +255,8 @@ def standings_rows(rows: Iterable[dict[str, Any]], names: dict[str, str],
             and (scoring is None or r["scoring"] == scoring)]
     kinds = {(r["variant"], r["scoring"]) for r in rows} if kinds is None else set(kinds)
     mixed = mixes_points(kinds)
+    for mid in everyone:
+        out[mid] = {"member": mid, "tables": 0} | dict.fromkeys(FIGURES, 0)
     for r in rows:
         m = out.setdefault(r["member"], {"member": r["member"], "tables": 0}
                            | dict.fromkeys(FIGURES, 0))
@@ -260,10 +267,12 @@ def standings_rows(rows: Iterable[dict[str, Any]], names: dict[str, str],
     if scoring == "points":
         # RULES §9: Loo for points, the highest score wins; Rounce counts down, the lowest
         # (a view of Rounce tables only); a view of both counts Rounce up (`mixes_points`).
-        sign = 1 if {v for v, s in kinds if s == "points"} == {"rounce"} else -1
+        rounce = {v for v, s in kinds if s == "points"} == {"rounce"}
+        sign = 1 if rounce else -1
 
         def standing(r: dict[str, Any]) -> tuple[int, ...]:
-            return (-r["games_won"], sign * r["points"])
+            unplayed = int(rounce and r["tables"] == 0)  # no score: after those with one
+            return (-r["games_won"], unplayed, sign * r["points"])
     else:
         def standing(r: dict[str, Any]) -> tuple[int, ...]:
             return (-r["chips"],)

@@ -604,3 +604,38 @@ def test_clubs_tokens_members_the_clubs_members_count_is_of_its_active_members(c
     assert (got["members"], got["archived_members"]) == (2, 1)
     active = lg.get("/members?archived=false").get_json()["items"]
     assert got["members"] == len(active)
+
+
+def test_standings_list_every_active_member_those_who_never_played_with_zeros(club: Club):
+    """API.md Standings: the league table of the club's members. A member who has not
+    played (in the view) has a row of zeros, ranked by them as any row is (sorted by chips
+    for pool scoring: a member at 0 chips ranks above one who lost chips, level with one
+    who broke even); an archived member who never played has none. In a view of Rounce
+    tables only, where the fewest points rank first, a member with no table there ranks
+    after every member who played one (0 points would otherwise look best)."""
+    lg = League(club)
+    ms = [lg.member(n) for n in ("Ann", "Bob", "Cat", "Dan")]
+    idle, gone = lg.member("Eve"), lg.member("Fay")
+    r = club.c.post(lg.url(f"/members/{gone}/archive"), json={}, headers=lg.h(lg.scorer))
+    assert r.status_code == 200, r.get_json()
+    t = lg.table(ms, deal="results", options={"auto_deal": False})
+    assert club.start(t, {"result": RESULT_A}).status_code == 200
+    rows = lg.get("/standings").get_json()["rows"]
+    assert {r["member"] for r in rows} == {*ms, idle}
+    eve = next(r for r in rows if r["member"] == idle)
+    assert eve["name"] == "Eve" and eve["tables"] == eve["hands"] == eve["chips"] == 0
+    assert all(eve[f] == 0 for f in ("points", "games_won", "tricks", "loos", "looed_chips"))
+    chips = [r["chips"] for r in rows]
+    assert chips == sorted(chips, reverse=True)
+    assert [r["rank"] for r in rows] == [1 + sum(c > x for c in chips) for x in chips]
+    r = lg.get("/standings", headers={"Accept": "text/csv"})
+    assert idle in r.data.decode() and gone not in r.data.decode()
+    rounce = lg.table(ms[:3], variant="rounce", deal="results", first_dealer=0,
+                      options={"auto_deal": False})
+    assert club.start(rounce, {"result": {"decisions": {"0": "play", "1": "play", "2": "play"},
+                                          "tricks": {"0": 2, "1": 2, "2": 1}}}
+                      ).status_code == 200
+    view = lg.get("/standings?variant=rounce&scoring=points").get_json()["rows"]
+    assert [r["member"] for r in view][-2:] in ([idle, ms[3]], [ms[3], idle])
+    assert {r["tables"] for r in view[-2:]} == {0} and {r["tables"] for r in view[:3]} == {1}
+    assert view[-1]["rank"] == view[-2]["rank"] == 4

@@ -189,7 +189,9 @@ def test_rounce_standings_chart_counts_down_from_15_as_the_points_do(club, membe
         "decisions": {"0": "play", "1": "play"}, "tricks": {"0": 3, "1": 2}}})
     open_points_standings(browser, base, cid, season)
     api = check_standings(club, browser, season, "points")
-    assert sorted(r["points"] for r in api["rows"]) == [12, 13]
+    assert sorted(r["points"] for r in api["rows"] if r["tables"]) == [12, 13]
+    # The members with no Rounce table there are listed too, with zeros, after them.
+    assert [r["tables"] for r in api["rows"]][-2:] == [0, 0]
     settle(browser, "club-standings-rounce")
 
 
@@ -211,7 +213,8 @@ def test_a_season_of_loo_and_rounce_points_charts_the_points_as_the_standings_co
     open_points_standings(browser, base, cid, season)
     api = check_standings(club, browser, season, "points")
     assert api["mixed_points"] is True
-    assert [r["points"] for r in api["rows"]] == [5 + 2, -5 + 3]
+    # (the two members with no table in the season: zeros, between them by points)
+    assert [r["points"] for r in api["rows"]] == [5 + 2, 0, 0, -5 + 3]
 
 
 def test_a_season_is_started_and_closed_through_the_page(club, season, browser):  # noqa: F811
