@@ -233,7 +233,8 @@ class MemberIn(WriteIn):
     external_id = fields.String(load_default=None, allow_none=True,
                                 validate=validate.Length(min=1, max=100),
                                 metadata={"description": "the club's own membership number; "
-                                                         "unique in the club (409)"})
+                                                         "unique in the club whatever its "
+                                                         "case (409), kept as given"})
 
 
 class MemberPatchIn(WriteIn):

@@ -336,28 +336,38 @@ class DeliveriesResource(MethodView):
                 "next": lists.cursor(offset + limit) if len(rows) > limit else None}
 
 
+EXTERNAL_ID = lists.TEXT | {"description": "a membership number, matched whatever its case"}
+
+
 @blp.route("/<club_id>/members")
 class MembersResource(MethodView):
     @blp.arguments(MemberIn)
     @blp.response(201, MemberOut)
     def post(self, body: dict[str, Any], club_id: str) -> Any:
-        """Add a member (owner or scorer); external_id is unique in the club (409)."""
+        """Add a member (owner or scorer); external_id is unique in the club whatever its case
+        (409 duplicate_external_id: "abc-7" when "ABC-7" is taken); it keeps its spelling."""
         mid = clubs().new_id("mem_", f"member|{club_id}", idem.scoped())
         loaded = _write(club_id, body, lambda club: cl.join(club, mid, body["name"],
                                                              body["external_id"]))
         return (member_out(loaded.club.member(mid)), 201,
                 location(f"/v1/clubs/{club_id}/members/{mid}"))
 
-    @blp.doc(parameters=lists.params({"q": lists.TEXT, "archived": lists.BOOLEAN}))
+    @blp.doc(parameters=lists.params({"q": lists.TEXT, "archived": lists.BOOLEAN,
+                                      "external_id": EXTERNAL_ID}))
     @blp.response(200, MemberListOut)
     def get(self, club_id: str) -> Any:
-        """Members, oldest first; ?q= searches names, ?archived=true|false."""
-        f, limit, offset = lists.query({"q": lists.text, "archived": lists.boolean})
+        """Members, oldest first; ?q= searches names, ?archived=true|false, ?external_id=
+        finds the member with that membership number (in any case: "abc-7" finds "ABC-7")."""
+        f, limit, offset = lists.query({"q": lists.text, "archived": lists.boolean,
+                                        "external_id": lists.text})
         q = f.get("q", "").casefold()
         return lists.page_of(
             clubs().load(club_id).club.members,
             lambda m: member_out(m) if q in m.name.casefold()
-            and ("archived" not in f or m.archived == f["archived"]) else None, limit, offset)
+            and ("archived" not in f or m.archived == f["archived"])
+            and ("external_id" not in f or cl.same_external_id(m.external_id,
+                                                                f["external_id"]))
+            else None, limit, offset)
 
 
 @blp.route("/<club_id>/members/<member_id>")

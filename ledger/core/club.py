@@ -113,10 +113,19 @@ def revoke_token(c: Club, tid: str) -> list[ev.Event]:
     return [ev.TokenRevoked(id=tid)]
 
 
+def same_external_id(a: str | None, b: str | None) -> bool:
+    """A club's membership numbers are its own codes: "ABC-7" and "abc-7" are one (compared
+    case-insensitively; a member keeps the spelling it was given)."""
+    return a is not None and b is not None and a.casefold() == b.casefold()
+
+
 def join(c: Club, mid: str, name: str, external_id: str | None) -> list[ev.Event]:
-    if external_id is not None and any(m.external_id == external_id for m in c.members):
+    taken = next((m for m in c.members if same_external_id(m.external_id, external_id)), None)
+    if taken is not None:
         raise Conflict("duplicate_external_id",
-                       f"external_id {external_id!r} already belongs to a member of this club")
+                       f"external_id {external_id!r} already belongs to a member of this club"
+                       + ("" if taken.external_id == external_id
+                          else f" (as {taken.external_id!r}: the case does not count)"))
     return [ev.MemberJoined(id=mid, name=name, external_id=external_id)]
 
 

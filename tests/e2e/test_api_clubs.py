@@ -639,3 +639,25 @@ def test_standings_list_every_active_member_those_who_never_played_with_zeros(cl
     assert [r["member"] for r in view][-2:] in ([idle, ms[3]], [ms[3], idle])
     assert {r["tables"] for r in view[-2:]} == {0} and {r["tables"] for r in view[:3]} == {1}
     assert view[-1]["rank"] == view[-2]["rank"] == 4
+
+
+def test_clubs_tokens_members_external_id_is_unique_and_found_whatever_its_case(club: Club):
+    """API.md Clubs, tokens, members: `external_id` is unique in the club (409 on a
+    duplicate). A membership number is the club's own code: "ABC-7" and "abc-7" are the
+    same member's, so the second is a 409 duplicate_external_id; the member keeps the
+    spelling it was given, and GET .../members?external_id= finds it in any case."""
+    lg = League(club)
+    ann = lg.member("Ann", "ABC-7")
+    version = lg.get("").get_json()["version"]
+    r = club.c.post(lg.url("/members"), json={"name": "Bob", "external_id": "abc-7"},
+                    headers=lg.h(lg.scorer))
+    club.problem(r, 409, "duplicate_external_id")
+    assert lg.get("").get_json()["version"] == version
+    assert lg.get(f"/members/{ann}").get_json()["external_id"] == "ABC-7"
+    bob = lg.member("Bob", "abc-8")
+    for asked, found in (("abc-7", [ann]), ("ABC-7", [ann]), ("Abc-8", [bob]), ("abc", [])):
+        items = lg.get(f"/members?external_id={asked}").get_json()["items"]
+        assert [m["id"] for m in items] == found, asked
+    assert lg.get("/members?external_id=abc-7").get_json()["items"][0]["external_id"] == \
+        "ABC-7"
+    club.problem(lg.get("/members?external_id="), 422, "invalid_filter")

@@ -215,7 +215,7 @@ def test_the_spec_names_every_lists_parameters_and_every_writes_idempotency_key(
                 if p["in"] == "query"}
 
     club_ = "/v1/clubs/{club_id}"
-    assert query(club_ + "/members") == {"q", "archived", "limit", "cursor"}
+    assert query(club_ + "/members") == {"q", "archived", "external_id", "limit", "cursor"}
     assert query(club_ + "/seasons") == {"closed", "limit", "cursor"}
     assert query(club_ + "/tables") == {"status", "season", "member", "variant", "scoring",
                                         "limit", "cursor"}
