@@ -332,6 +332,8 @@ class DeliveriesResource(MethodView):
 
             raise NotFound("webhook_not_found", f"this club has no webhook {webhook_id}")
         rows = clubs().webhook_deliveries(webhook_id, offset, limit + 1)
+        if offset and not rows:  # (a cursor is given out only while attempts follow it)
+            lists.within(offset, 0)
         return {"items": rows[:limit],
                 "next": lists.cursor(offset + limit) if len(rows) > limit else None}
 

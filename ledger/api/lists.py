@@ -110,8 +110,18 @@ def cursor(offset: int) -> str:
     return base64.urlsafe_b64encode(f"o:{offset}:{_list_tag()}".encode()).decode().rstrip("=")
 
 
+def within(offset: int, length: int) -> None:
+    """A cursor's place is in its list: every list only grows and gives `next` only while
+    an item follows (0 < offset < length), so a place at or past its end (a made-up
+    cursor) is a 422 invalid_cursor, never an empty page. Offset 0 is the first page."""
+    if offset and offset >= length:
+        raise Invalid("invalid_cursor", "cursor is not one this list gave out: it points "
+                      "past the list's end; start again without a cursor", field="cursor")
+
+
 def page(items: Sequence[Any], limit: int, offset: int) -> dict[str, Any]:
     """One page of a list in its stable order (oldest first: new items only append)."""
+    within(offset, len(items))
     chunk = list(items[offset:offset + limit])
     end = offset + len(chunk)
     nxt = cursor(end) if end < len(items) else None
@@ -127,6 +137,7 @@ def page_of(every: Sequence[Any], view: Callable[[Any], Any], limit: int,
     member archived under ?archived=false, a table finished under ?status=playing) moves no
     other across the page boundary, so every item in the list throughout is listed exactly
     once (API.md Lists). `next` is null when no item after the page is in the list."""
+    within(offset, len(every))
     chunk: list[Any] = []
     at = offset
     while at < len(every) and len(chunk) < limit:

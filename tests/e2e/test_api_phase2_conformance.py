@@ -405,3 +405,38 @@ def test_a_poller_of_the_club_feed_never_skips_a_new_tables_first_events(
     assert [e["position"] for e in seen] == [e["position"] for e in everything]
     assert [e["type"] for e in seen if e["stream"] == new][:2] == ["table_created",
                                                                    "seat_filled"]
+
+
+def test_lists_a_made_up_cursor_is_a_422_never_an_empty_page(
+        club: Club, monkeypatch: pytest.MonkeyPatch):
+    """API.md Lists: `cursor` is opaque, the `next` of the page before; a bad value is a
+    422, never ignored. A cursor naming a place past the end of its list was given out by no
+    list (lists only grow, and `next` is null at their end), yet it answered an empty page
+    (200) on every list, a club's or a table's: now 422 invalid_cursor, as a cursor that
+    does not decode, or came from another list, is."""
+    import base64
+    import hashlib
+    from urllib.parse import urlsplit
+
+    monkeypatch.setenv("LOO_WEBHOOK_ALLOW_PRIVATE", "1")
+    lg = League(club)
+    mid, bob = lg.member("Ann"), lg.member("Bob")
+    lg.season()
+    t = lg.table([mid, bob], deal="results")
+    wh = club.c.post(lg.url("/webhooks"), json={"url": "http://127.0.0.1:9/hook",
+                                                 "events": ["*"]},
+                     headers=lg.h(lg.owner)).get_json()["id"]
+    owner = lg.h(lg.owner)
+    paths = [lg.url(p) for p in ("/members", "/seasons", "/tables", "/tokens", "/webhooks",
+                                 f"/webhooks/{wh}/deliveries", f"/members/{mid}/ledger")]
+    paths += [f"/v1/tables/{t.id}/checkpoints", f"/v1/tables/{t.id}/spectators"]
+
+    def encoded(text: str) -> str:
+        return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+    for path in paths:
+        tag = hashlib.sha256(repr((urlsplit(path).path, [])).encode()).hexdigest()[:10]
+        for made_up in (encoded("o:999"), encoded(f"o:999:{tag}"), encoded(f"o:50:{tag}")):
+            r = club.c.get(f"{path}?cursor={made_up}", headers=owner)
+            club.problem(r, 422, "invalid_cursor")
+        assert club.c.get(path, headers=owner).status_code == 200, path
