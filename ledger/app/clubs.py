@@ -7,6 +7,7 @@ import base64
 import hashlib
 import hmac
 import secrets
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from typing import Any
 
 from ledger.app.projector import Projection, chip_ledger, decode, project, score_sheet
 from ledger.app.service import Ledger, Listing, token_hash
-from ledger.app.standings import StandingsProjector, mixes_points, standings_rows
+from ledger.app.standings import WAIT, StandingsProjector, mixes_points, standings_rows
 from ledger.core import club as cl
 from ledger.core import commands as c
 from ledger.core import events as ev
@@ -320,7 +321,8 @@ class Clubs:
 
         `items`: the same starts, transfers and scores as one list (each with its `kind`),
         in the order they came into the member's ledger, which only appends (API.md Lists:
-        paged by an offset, a page boundary must not move): by the global position of the
+        paged by an offset, a page boundary must not move; cut at `committed_through`, so
+        no entry can still come before one listed): by the global position of the
         event that caused the entry, or, for a table the club's stream listed after its
         events (created before the two committed together), by the position of that
         listing (club_table_added), when the entry became the member's; then by table
@@ -337,6 +339,7 @@ class Clubs:
         entries: list[tuple[tuple[int, int, int, int], dict[str, Any]]] = []
         links = self._tables(loaded, season, variant, scoring)
         linked = self._linked_at(loaded) if any(mid in t.members for t in links) else {}
+        horizon = self.committed_through() if linked else 0
         for link in links:
             up = mixed and link.variant == "rounce"  # counted from the target down
             if mid not in link.members:
@@ -349,18 +352,19 @@ class Clubs:
             p = project(stored)
             book = chip_ledger(stored, p.table.players)
             for i, x in enumerate(book["transfers"]):
-                if account in (x["from"], x["to"]):
+                if account in (x["from"], x["to"]) and at[x["version"]] <= horizon:
                     transfers.append({"table": link.table_id, "seat": seat, **x})
                     entries.append(((at[x["version"]], x["version"], 0, i),
                                     {"kind": "transfer"} | transfers[-1]))
             sheet = score_sheet(stored, p.table)
             for i, x in enumerate(sheet["scores"]):
-                if x["seat"] == seat:
+                if x["seat"] == seat and at[x["version"]] <= horizon:
                     scores.append({"table": link.table_id, **x,
                                    "counted": -x["delta"] if up else x["delta"]})
                     entries.append(((at[x["version"]], x["version"], 1, i),
                                     {"kind": "score"} | scores[-1]))
-            if link.scoring == "points":  # the standings' points count it, so must a sum
+            if link.scoring == "points" and at[stored[0].version] <= horizon:
+                # (the standings' points count the start, so must a sum)
                 start = sheet["start"][account]
                 starts.append({"table": link.table_id, "seat": seat, "points": start,
                                "counted": 0 if up else start})
@@ -368,6 +372,20 @@ class Clubs:
         entries.sort(key=lambda entry: entry[0])
         return {"member": mid, "mixed_points": mixed, "transfers": transfers,
                 "scores": scores, "starts": starts, "items": [item for _, item in entries]}
+
+    def committed_through(self, wait: float | None = None) -> int:
+        """The position up to which every event has committed: none that commits later has
+        a position at or below it (PostgreSQL gives positions by transaction id, so one
+        still open can commit an event below others committed already; `last_position` is
+        read_all's high-water mark, ledger/store/postgres.py `_MARK`). A member's ledger is
+        cut there, so a page never lists an entry before which another can still appear.
+        Waits (polling, up to `wait` s) until it reaches the events committed before the
+        call, as the standings do: a scorer sees the hand just entered."""
+        head = self.store.head_position()
+        deadline = time.monotonic() + (WAIT if wait is None else wait)
+        while (mark := self.store.last_position()) < head and time.monotonic() < deadline:
+            time.sleep(0.005)
+        return mark
 
     def _linked_at(self, loaded: Loaded) -> dict[str, int]:
         """Each club table's id: the global position at which the club's stream listed it."""

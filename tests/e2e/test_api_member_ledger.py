@@ -165,3 +165,57 @@ def test_lists_the_spec_declares_the_member_ledgers_paging_and_typed_items(club:
         body = lg.get(f"/members/{ms[0]}/ledger?{query}").get_json()
         errors = [str(e) for e in validator.iter_errors(body)]
         assert not errors, errors[:3]
+
+
+def test_lists_a_members_ledger_never_lists_an_entry_another_can_still_come_before(
+        pg_url: str, monkeypatch: pytest.MonkeyPatch):
+    """API.md Lists, on PostgreSQL: an append takes its positions from its transaction id,
+    so one still open (a hand at Ann's table B) can commit entries below those of a later
+    append already committed (a hand at her table A). A page read in between listed A's
+    entries; B's then came before them, moving the page boundary: a client following
+    `next` skipped entries. The ledger is cut where every event has committed (the store's
+    high-water mark, as read_all): the answer read while B is open has none of A's new
+    entries, and the answer after B commits extends it (nothing comes before an entry
+    already listed)."""
+    import psycopg
+
+    from ledger.api.app import create_app
+    from ledger.app import clubs as app_clubs
+    from ledger.bootstrap import Settings, bootstrap
+    from ledger.core import commands as c
+    from ledger.store.hashing import seal
+    from ledger.store.postgres import _WRITING, _payload
+
+    monkeypatch.setattr(app_clubs, "WAIT", 0.3)  # how long a read waits for B: not for ever
+    container = bootstrap(Settings(database_url=pg_url))
+    try:
+        app = create_app(container)
+        club = Club(app.test_client())
+        lg = League(club)
+        ann, bob, cat = (lg.member(n) for n in ("Ann", "Bob", "Cat"))
+        a = lg.table([ann, bob], deal="results", options={"auto_deal": False})
+        b = lg.table([ann, cat], deal="results", options={"auto_deal": False})
+        path = f"/members/{ann}/ledger"
+        before = lg.get(path).get_json()["items"]
+        led = container.ledger
+        p = led.load(b.id)
+        events, cause = led._decide(p, c.StartHand(result={  # noqa: SLF001 - B's hand, held
+            "decisions": {"0": "play", "1": "play"}, "tricks": {"0": 3, "1": 2}}))
+        sealed = seal(b.id, p.version, led.store.load(b.id)[-1].hash,
+                      led._envelopes(p, events, cause))  # noqa: SLF001
+        with psycopg.connect(pg_url) as held:  # B's append, its transaction left open
+            held.execute(f"SELECT {_WRITING}")
+            held.execute("SELECT loo_append_after(%s, %s, %s, %s::jsonb, NULL, '', 0)",
+                         (b.id, p.version, sealed[0].prev_hash, _payload(sealed)))
+            r = club.start(a, {"result": {"decisions": {"0": "play", "1": "play"},
+                                          "tricks": {"0": 1, "1": 4}}})
+            assert r.status_code == 200, r.get_json()
+            during = lg.get(path).get_json()["items"]
+            held.commit()
+        after = lg.get(path).get_json()["items"]
+        assert during == before  # A's entries wait behind B's open append
+        assert after[:len(during)] == during
+        tables = [x["table"] for x in after[len(during):]]
+        assert tables == sorted(tables, key=[b.id, a.id].index) and set(tables) == {a.id, b.id}
+    finally:
+        container.close()
