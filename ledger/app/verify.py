@@ -348,10 +348,7 @@ def verify_document(doc: Any, key: Any = None) -> Verified:
         if cp["table"] != table_id or named is None or named["hash"] != cp["hash"]:
             raise VerifyError(f"hand {number}: the checkpoint (version {cp['version']}) does "
                               "not name an event of this hand with its hash")
-        if key is not None:
-            bad = cps.verify(cp, key)
-            if bad:
-                raise VerifyError(f"hand {number}: checkpoint at version {cp['version']}: {bad}")
+        _signed(cp, key, f"hand {number}: checkpoint")
     void_cp = doc.get("void_checkpoint")
     if void_cp is not None:
         named = by_version.get(void_cp["version"])
@@ -360,14 +357,18 @@ def verify_document(doc: Any, key: Any = None) -> Verified:
             raise VerifyError(f"hand {number}: the void_checkpoint (version "
                               f"{void_cp['version']}) does not name this hand's hand_voided "
                               "with its hash")
-        if key is not None:
-            bad = cps.verify(void_cp, key)
-            if bad:
-                raise VerifyError(f"hand {number}: void_checkpoint at version "
-                                  f"{void_cp['version']}: {bad}")
+        _signed(void_cp, key, f"hand {number}: void_checkpoint")
     closed, close_cp = _close(doc, key)
     return Verified(table_id, number, cp is not None, bool(hand["voided"]),
                     void_cp is not None, closed, close_cp)
+
+
+def _signed(cp: dict[str, Any], key: Any, what: str) -> None:
+    """The checkpoint's signature checked with `key`, when one is given; `what` names it."""
+    if key is not None:
+        bad = cps.verify(cp, key)
+        if bad:
+            raise VerifyError(f"{what} at version {cp['version']}: {bad}")
 
 
 def _close(doc: dict[str, Any], key: Any) -> tuple[bool, bool]:
@@ -418,11 +419,7 @@ def _close(doc: dict[str, Any], key: Any) -> tuple[bool, bool]:
             raise VerifyError(f"hand {number}: close.checkpoint (version {cp['version']}) "
                               f"does not name the table_closed (version {closed['version']}) "
                               "with its hash")
-        if key is not None:
-            bad = cps.verify(cp, key)
-            if bad:
-                raise VerifyError(f"hand {number}: close checkpoint at version "
-                                  f"{cp['version']}: {bad}")
+        _signed(cp, key, f"hand {number}: close checkpoint")
     return True, cp is not None
 
 
