@@ -13,6 +13,7 @@ from ledger.core.errors import Forbidden, Invalid
 from ledger.core.rules.actions import Action, Decide, Discard, Play
 from ledger.core.rules.bots import expert_estimate
 from ledger.core.rules.legal import legal_actions
+from ledger.core.rules.options import Options
 from ledger.core.rules.tiles import NAMES, SUIT_NAMES
 from ledger.core.rules.view import seat_view
 
@@ -55,7 +56,7 @@ def hint(p: Projection, seat: int, table_id: str | None = None) -> dict[str, Any
     # Reproducible: the same table version and seat give the same guesses.
     rng = random.Random(f"hint:{h.commitment}:{p.version}:{seat}")
     est = expert_estimate(seat_view(h, seat), legal, rng)
-    out = {"seat": seat, "action": est.action.body(), "why": _why(est, t.opts.scoring),
+    out = {"seat": seat, "action": est.action.body(), "why": _why(est, t.opts),
            "version": p.version}
     if key is not None:
         with _CACHE_LOCK:
@@ -65,17 +66,22 @@ def hint(p: Projection, seat: int, table_id: str | None = None) -> dict[str, Any
     return dict(out)
 
 
-def _why(est: Any, scoring: str) -> str:
-    unit = "chips" if scoring == "pool" else "points"
+def _why(est: Any, opts: Options) -> str:
+    """The move and what it is expected to bring, on the score as the table shows it. The
+    search ranks by a result where more is better; a Rounce score counts down (RULES §9), so
+    there its points are the search's negated: the best move's are the lowest."""
+    unit = "chips" if opts.scoring == "pool" else "points"
+    sign = -1 if opts.is_rounce else 1
     best = describe(est.action)
     if est.samples == 0:
         return f"{best}: the only legal action"
-    mean = est.means[0][1]
-    out = (f"{best}: {mean:+.1f} {unit} expected this hand over {est.samples} guessed deals "
-           f"of the tiles you cannot see")
+    mean = sign * est.means[0][1] + 0.0  # + 0.0: never a "-0.0"
+    down = " (Rounce counts down: lower is better)" if opts.is_rounce else ""
+    out = (f"{best}: {mean:+.1f} {unit} expected this hand{down} over {est.samples} guessed "
+           f"deals of the tiles you cannot see")
     if len(est.means) > 1:
         other, value = est.means[1]
-        out += f"; next best, {describe(other)}: {value:+.1f}"
+        out += f"; next best, {describe(other)}: {sign * value + 0.0:+.1f}"
     return out
 
 

@@ -4,6 +4,7 @@ seat to act the expert's move from its own view, on SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -113,3 +114,40 @@ def test_a_hint_asked_again_at_the_same_version_is_not_searched_again(club: Club
     club.ok(t, first["action"], t.seats[seat])
     nxt = _to_act(club, t)
     assert club.get(t, t.seats[nxt], "/hint").status_code == 200 and len(calls) == 2
+
+
+def _best_and_next(why: str) -> tuple[float, float] | None:
+    """The expected results a hint's `why` gives its move and the next best, if both."""
+    best = re.search(r": ([+-]\d+\.\d) points expected", why)
+    other = re.search(r"next best, .*: ([+-]\d+\.\d)$", why)
+    return (float(best.group(1)), float(other.group(1))) if best and other else None
+
+
+@pytest.mark.parametrize("variant", ["loo", "rounce"])
+def test_bots_hints_and_turn_timers_a_hint_s_why_gives_points_as_the_score_moves(
+        club: Club, variant: str):
+    # API.md "Bots, hints and turn timers": the hint comes "with a short why". RULES §9: a
+    # Loo score goes up a point a trick, a Rounce score counts down (minus 1 a trick, plus 5
+    # when rounced; the lowest wins). The why's expected points are the move's on the score
+    # as the table shows it: at Rounce the best move's are the lowest, never the highest.
+    t = club.create(variant=variant, scoring="points", first_dealer=0, options={"hints": True},
+                    seats=[{"name": "Ann"}, {"name": "Bob"}])
+    pairs, whys = [], []
+    for _ in range(80):
+        v = club.view(t)
+        if v["status"] != "playing" or len(pairs) >= 6:
+            break
+        seat = v["hand"]["turn"]
+        got = club.get(t, t.seats[seat], "/hint").get_json()
+        found = _best_and_next(got["why"])
+        if found is not None:
+            pairs.append(found)
+            whys.append(got["why"])
+        club.ok(t, got["action"], t.seats[seat])
+    assert len(pairs) >= 3, pairs
+    if variant == "rounce":
+        assert all(best <= other for best, other in pairs), whys
+        assert all("counts down" in why for why in whys), whys
+    else:
+        assert all(best >= other for best, other in pairs), pairs
+    assert any(best != other for best, other in pairs), pairs
