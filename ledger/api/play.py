@@ -6,26 +6,16 @@ from typing import Any
 
 from flask.views import MethodView
 
-from ledger.api import idempotency as idem
-from ledger.api.auth import (
-    acting_seat,
-    authenticate,
-    authenticated,
-    ledger,
-    require_admin,
-    viewer_for,
-)
+from ledger.api.auth import acting_seat, authenticate, ledger, viewer_for
 from ledger.api.blueprint import Blueprint
 from ledger.api.context import current_request
 from ledger.api.writes import BODY_PARSER, write, write_response
-from ledger.app.contract import AlreadyApplied, IdempotencyConflict, VersionConflict
 from ledger.app.hints import hint
 from ledger.app.projector import Projection
-from ledger.app.views import Viewer, table_view
+from ledger.app.views import Viewer
 from ledger.core import commands as c
 from ledger.core.errors import Forbidden, Invalid
 from ledger.core.rules.actions import Action, Decide, Discard, Play
-from ledger.core.rules.table import dealt_untouched
 from schemas.requests import ActionIn, StartHandIn, VoidIn
 from schemas.responses import ActionOut, HintOut
 
@@ -88,35 +78,6 @@ def _start(body: dict[str, Any], p: Projection) -> c.StartHand:
     return c.StartHand(hands=parsed, turn_up=body.get("turn_up"), result=body.get("result"))
 
 
-def _dealt_already(table_id: str, body: dict[str, Any]) -> dict[str, Any] | None:
-    """The answer to a start of the hand that `auto_deal` has dealt already, if it has and
-    nobody has acted in it (rules.table.dealt_untouched); None: the start is decided as any
-    other write (a deal, a stale expected_version, a key used before, a hand under way).
-
-    API.md says the service deals with auto_deal "once the previous one is settled", and
-    leaves open whether it deals the first hand at creation, which it does: a client that
-    starts each hand itself, the first included, gets the hand it asked for instead of a
-    422 hand_in_progress. Under an Idempotency-Key the key is kept (an append of nothing at
-    this version), so a retry answers as this did, whatever was played since."""
-    if any(body.get(k) is not None for k in ("hands", "turn_up", "result")):
-        return None
-    led = ledger()
-    p = led.load(table_id)
-    expected = body.get("expected_version")
-    if not dealt_untouched(p.table) or expected not in (None, p.version):
-        return None
-    viewer = authenticated() or viewer_for(p)
-    require_admin(viewer)
-    key = idem.scoped()
-    if key is not None:
-        try:
-            led.keep_key(table_id, p.version, key,
-                         idem.fingerprint(viewer, current_request().get_json(silent=True)))
-        except (AlreadyApplied, IdempotencyConflict, VersionConflict):
-            return None  # the write path answers: the first answer, a 409, the hand as it is
-    return {"version": p.version, "events": [], "table": table_view(table_id, p, viewer)}
-
-
 @blp.route("/<table_id>/hands")
 class Hands(MethodView):
     @blp.arguments(StartHandIn)
@@ -126,9 +87,6 @@ class Hands(MethodView):
         `auto_deal` the service deals each hand itself, the first at the table's creation:
         a start that finds the hand dealt and nobody acted in it yet answers 200 with that
         hand, appending nothing (`events` is empty)."""
-        dealt = _dealt_already(table_id, body)
-        if dealt is not None:
-            return dealt
         viewer, written = write(table_id, body, lambda v, p: _start(body, p), admin_only=True)
         return write_response(table_id, viewer, written)
 

@@ -56,6 +56,11 @@ def start_hand(p: Projection, cmd: c.StartHand, seeds: Seeds) -> list[ev.Event]:
         if cmd.hands is not None or cmd.turn_up is not None or cmd.result is not None:
             raise Invalid("invalid_hand", "this table is shuffled by the service: send an "
                           "empty body to start the next hand")
+        if tb.dealt_untouched(t):
+            # API.md leaves open whether auto_deal deals the first hand (it does, at the
+            # table's creation): a client that starts every hand itself gets this one, and
+            # nothing is appended (a key sent with it is kept all the same).
+            return []
         return tb.start_hand(t, seed=seeds())
     if mode == "recorded":
         if cmd.hands is None or cmd.turn_up is None or cmd.result is not None:

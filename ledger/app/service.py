@@ -181,14 +181,6 @@ class Ledger:
         """What an earlier write with this Idempotency-Key appended, if one did."""
         return self.store.idempotent_result(table_id, key) if key is not None else None
 
-    def keep_key(self, table_id: str, version: int, idempotency_key: str,
-                 request_hash: str) -> None:
-        """A write that appends nothing, answered at `version`, keeps its Idempotency-Key: a
-        repeat answers as it did (first_answer), another body under the key is an
-        IdempotencyConflict, and a table that moved on meanwhile a VersionConflict."""
-        self.store.append(table_id, [], version, idempotency_key=idempotency_key,
-                          request_hash=request_hash)
-
     def first_answer(self, table_id: str,
                      found: IdempotentResult) -> tuple[Projection, list[StoredEvent]]:
         """The table and the events the first request with this Idempotency-Key was
@@ -306,7 +298,7 @@ class Ledger:
         events, cause = self._decide(p, cmd)
         out = self._append(table_id, p, events, cause, idempotency_key, request_hash,
                            follow=dispatch)
-        if dispatch:
+        if dispatch and out.stored:  # nothing appended (a start auto_deal dealt): no jobs
             self.dispatch(table_id, out.projection, _unix(out.stored[-1].recorded_at))
         return out
 
