@@ -193,13 +193,6 @@ class ReplayQuery(Schema):
     step = QueryInteger(load_default=0, validate=validate.Range(min=0))
 
 
-class ListQuery(Schema):
-    """API.md "Lists": `limit` 1-500 (default 50) and an opaque `cursor`."""
-
-    limit = fields.Integer(load_default=50, validate=validate.Range(min=1, max=500))
-    cursor = fields.String(load_default=None, validate=validate.Regexp(r"^v[0-9]{1,10}$"))
-
-
 # ---- clubs (API.md Phase 2) ---------------------------------------------------------------
 _NAME = dict(validate=[validate.Length(min=1, max=60), printable],
              metadata={"pattern": _PRINTABLE})

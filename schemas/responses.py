@@ -8,6 +8,10 @@ from marshmallow import INCLUDE, Schema, fields, post_dump, validate
 
 from ledger.core.events import REGISTRY
 
+# A list page's `next` (API.md Lists).
+NEXT_CURSOR = ("the next page's cursor, null on the last page: opaque (sealed by the service), "
+               "sent back as ?cursor= as it is")
+
 
 class Open(Schema):
     """Documents the contract's fields and keeps the extra ones ("extra fields are fine")."""
@@ -289,7 +293,7 @@ class SpectatorOut(SpectatorTokenOut):
 class SpectatorListOut(Open):
     items = fields.List(fields.Nested(SpectatorTokenOut), required=True)
     next = fields.String(allow_none=True, required=True,
-                         metadata={"description": "the next page's cursor"})
+                         metadata={"description": NEXT_CURSOR})
 
 
 class HandHistoryOut(Open):
@@ -390,7 +394,7 @@ def list_of(item: type[Schema], name: str) -> type[Schema]:
                    "(null on the last page).",
         "items": fields.List(fields.Nested(item), required=True),
         "next": fields.String(allow_none=True, required=True,
-                              metadata={"description": "the next page's cursor"})})
+                              metadata={"description": NEXT_CURSOR})})
 
 
 class DeliveryOut(Open):
@@ -495,7 +499,7 @@ class MemberLedgerOut(Open):
                        "then the table version (a start first), a transfer before a score of "
                        "the same event"})
     next = fields.String(allow_none=True, required=True,
-                         metadata={"description": "the next page's cursor"})
+                         metadata={"description": NEXT_CURSOR})
 
 
 class BotOut(Open):

@@ -7,11 +7,13 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import hmac
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from flask import request
 
+from ledger.api.auth import ledger
 from ledger.core.errors import Invalid
 
 DEFAULT_LIMIT, MAX_LIMIT = 50, 500
@@ -77,37 +79,66 @@ def query(filters: dict[str, Filter], paging: tuple[str, ...] = PAGED,
     if not digits(raw_limit) or not 1 <= int(raw_limit) <= MAX_LIMIT:
         raise Invalid("invalid_filter", f"limit must be a whole number from 1 to {MAX_LIMIT}",
                       field="limit")
-    offset = 0
     cursor = request.args.get("cursor")
-    if cursor is not None:
-        try:
-            decoded = base64.urlsafe_b64decode(cursor.encode() + b"==").decode()
-            kind, number, *tag = decoded.split(":")
-            if kind != "o" or not digits(number) or len(tag) > 1:
-                raise ValueError(cursor)
-            offset = int(number)
-        except (ValueError, binascii.Error, UnicodeDecodeError):
-            raise Invalid("invalid_cursor", "cursor is not one this list gave out",
-                          field="cursor") from None
-        if tag and tag[0] != _list_tag():  # (a cursor without one: given out before tags)
-            raise Invalid("invalid_cursor", "cursor was given out by another list, or by this "
-                          "one with other filters: page with the filters it came with",
-                          field="cursor")
+    offset = 0 if cursor is None else _opened(cursor)
     return parsed, int(raw_limit), offset
 
 
-def _list_tag() -> str:
+# A cursor is base64url("o:<offset>:<list tag>" + SEAL bytes of an HMAC under the deployment's
+# secret (Ledger.mac) over the offset and the list it pages): the service recognises every
+# cursor it gave out, in any of its processes and after a restart (the secret is the
+# store's), and nobody can make one up or edit one. Before, a cursor was its plain text, so a
+# made-up cursor pointing inside its list (a tag is computable from the path) paged it.
+SEAL = 16
+
+
+def _opened(cursor: str) -> int:
+    """The offset a cursor of the list being answered stands for (a 422 for any other)."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor.encode() + b"==")
+        kind, number, tag = raw[:-SEAL].decode("ascii").split(":")
+        if (kind != "o" or not digits(number) or len(number) > 18 or len(raw) <= SEAL
+                or _encoded(raw) != cursor.rstrip("=")):
+            raise ValueError(cursor)
+        offset = int(number)
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise Invalid("invalid_cursor", "cursor is not one this list gave out: pass the "
+                      "`next` of the page before as it is", field="cursor") from None
+    if hmac.compare_digest(raw[-SEAL:], _seal(offset)):
+        return offset
+    if tag != _list_tag():
+        raise Invalid("invalid_cursor", "cursor was given out by another list, or by this "
+                      "one with other filters: page with the filters it came with",
+                      field="cursor")
+    raise Invalid("invalid_cursor", "cursor is not one this service gave out (edited, made "
+                  "up, or of a release before cursors were signed): pass the `next` of the "
+                  "page before as it is, or start again without a cursor", field="cursor")
+
+
+def _list() -> tuple[str, list[tuple[str, str]]]:
     """Which list a cursor belongs to: its path and filters (not its limit, which a client
     may change between pages), so a cursor of another list, or of the same one filtered
     otherwise, is refused rather than read as an offset into the wrong items."""
-    filters = sorted((k, v) for k, v in request.args.items(multi=True)
-                     if k not in ("cursor", "limit"))
-    return hashlib.sha256(repr((request.path, filters)).encode()).hexdigest()[:10]
+    return request.path, sorted((k, v) for k, v in request.args.items(multi=True)
+                                if k not in ("cursor", "limit"))
+
+
+def _list_tag() -> str:
+    """A short name of the list, in the cursor: only to say which refusal it is."""
+    return hashlib.sha256(repr(_list()).encode()).hexdigest()[:10]
+
+
+def _seal(offset: int) -> bytes:
+    return ledger().mac(repr(("list cursor", offset, *_list())))[:SEAL]
+
+
+def _encoded(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
 def cursor(offset: int) -> str:
     """The opaque cursor of the page starting at `offset` of the list being answered."""
-    return base64.urlsafe_b64encode(f"o:{offset}:{_list_tag()}".encode()).decode().rstrip("=")
+    return _encoded(f"o:{offset}:{_list_tag()}".encode() + _seal(offset))
 
 
 def within(offset: int, length: int) -> None:
@@ -176,5 +207,8 @@ def params(filters: dict[str, dict[str, Any]] | None = None,
     if "cursor" in paging:
         out.append({"in": "query", "name": "cursor", "required": False,
                     "schema": {"type": "string"},
-                    "description": "opaque: the `next` of the page before"})
+                    "description": "opaque: the `next` of the page before, sent as it is. "
+                                   "The service seals it, so one edited or made up is a 422 "
+                                   "invalid_cursor, as is one of another list or filters; "
+                                   "the limit may change between pages"})
     return out

@@ -255,6 +255,12 @@ class Ledger:
             return table_id, tokens, out.projection
         return table_id, tokens, self.load(table_id)
 
+    def mac(self, label: str) -> bytes:
+        """An HMAC-SHA256 of `label` under the deployment's secret (the store's: one for every
+        process on the database, kept across restarts), for what the service hands out and
+        must recognise, unforged, whichever process is asked (a list's cursor)."""
+        return _mac(self.store.server_secret(), label)
+
     def keyed_table_id(self, idempotency_key: str) -> str:
         """The id a table created under this Idempotency-Key has (or will have)."""
         return uuid.UUID(bytes=_mac(self.store.server_secret(),

@@ -58,7 +58,8 @@ def test_spectators_list_pages(club: Club):
 def test_a_cursor_works_only_in_the_list_and_filters_that_gave_it_out(club: Club):
     """A cursor was an offset any list took: one from the members list, or from the tables
     list filtered otherwise, silently paged another list (history audit). It is refused;
-    the limit may change between pages; a cursor given out before tags still pages."""
+    the limit may change between pages. (A cursor given out before they were signed, tagged
+    or not, is refused: test_lists_a_forged_or_edited_cursor_is_a_422_however_it_points.)"""
     lg = League(club)
     ms = [lg.member(n) for n in ("Ann", "Bob", "Cat", "Dan", "Eve")]
     for _ in range(3):
@@ -79,10 +80,6 @@ def test_a_cursor_works_only_in_the_list_and_filters_that_gave_it_out(club: Club
                             headers=h), 422, "invalid_cursor")
     assert club.c.get(lg.url(f"/tables?limit=1&member={ms[0]}&cursor={tables['next']}"),
                       headers=h).status_code == 200
-    import base64
-    old = base64.urlsafe_b64encode(b"o:2").decode().rstrip("=")
-    r = club.c.get(lg.url(f"/members?limit=2&cursor={old}"), headers=h)
-    assert [m["name"] for m in r.get_json()["items"]] == ["Cat", "Dan"]
 
 
 def test_answers_that_do_not_page_refuse_limit_and_cursor(club: Club):
@@ -440,3 +437,50 @@ def test_lists_a_made_up_cursor_is_a_422_never_an_empty_page(
             r = club.c.get(f"{path}?cursor={made_up}", headers=owner)
             club.problem(r, 422, "invalid_cursor")
         assert club.c.get(path, headers=owner).status_code == 200, path
+
+
+def test_lists_a_forged_or_edited_cursor_is_a_422_however_it_points(club: Club):
+    """API.md Lists: `cursor` is opaque, the `next` of a page before. It was its plain text
+    (an offset and a tag of the list anyone can compute from the path), so a made-up cursor
+    pointing inside its list paged it (200). Cursors are now sealed with an HMAC under the
+    deployment's secret: a made-up one, an edited one (its offset, its tag, its seal) and one
+    of the unsigned forms given out before are a 422 invalid_cursor; the `next` given out
+    pages, with any limit, and only its own list."""
+    import base64
+    import hashlib
+    import string
+
+    lg = League(club)
+    for name in ("Ann", "Bob", "Cat", "Dan", "Eve"):
+        lg.member(name)
+    owner = lg.h(lg.owner)
+    path = lg.url("/members")
+
+    def encoded(raw: bytes) -> str:
+        return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+    page = club.c.get(f"{path}?limit=2", headers=owner).get_json()
+    real = page["next"]
+    assert real and set(real) <= set(string.ascii_letters + string.digits + "-_")  # URL-safe
+    r = club.c.get(f"{path}?limit=50&cursor={real}", headers=owner)
+    assert [m["name"] for m in r.get_json()["items"]] == ["Cat", "Dan", "Eve"]
+    tag = hashlib.sha256(repr((path, [])).encode()).hexdigest()[:10]
+    raw = base64.urlsafe_b64decode(real + "==")
+    text, seal = raw[:-16], raw[-16:]
+    forged = [encoded(b"o:1"), encoded(f"o:1:{tag}".encode()), encoded(f"o:3:{tag}".encode()),
+              encoded(f"o:1:{tag}".encode() + seal),  # another offset under 2's seal
+              encoded(text + bytes(16)),  # a seal made up
+              encoded(text + seal[:-1] + bytes([seal[-1] ^ 1])),  # one bit of it changed
+              encoded(text + seal[:8]),  # cut short
+              real[:-2] + ("AA" if real[-2:] != "AA" else "BA"),  # its end edited
+              real + "AAAA"]  # more after it
+    for cursor in forged:
+        r = club.c.get(f"{path}?limit=2&cursor={cursor}", headers=owner)
+        club.problem(r, 422, "invalid_cursor")
+    # Another filter's sealed cursor says which refusal it is.
+    r = club.c.get(f"{path}?q=a&cursor={real}", headers=owner)
+    assert "other filters" in club.problem(r, 422, "invalid_cursor")["detail"]
+    # The spec says what a client may rely on: the cursor is opaque.
+    spec = club.c.get("/openapi.json").get_json()
+    params = spec["paths"]["/v1/clubs/{club_id}/members"]["get"]["parameters"]
+    assert "opaque" in next(p for p in params if p["name"] == "cursor")["description"]

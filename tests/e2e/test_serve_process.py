@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
 import socket
@@ -415,3 +417,56 @@ def test_a_content_length_of_thousands_of_digits_is_a_400_and_the_worker_lives_o
             time.sleep(0.5)
             assert b": keepalive" in stream.recv(65536)  # the stream's worker is alive
         assert fetch(url + "/healthz")[0] == 200
+
+
+def _read(url: str, token: str) -> tuple[int, Any]:
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
+def _posted(url: str, body: Any, token: str | None = None) -> Any:
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={
+        "Content-Type": "application/json", **({"Authorization": f"Bearer {token}"}
+                                               if token else {})})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        assert r.status == 201
+        return json.loads(r.read())
+
+
+@pytest.mark.parametrize("engine", ["sqlite",
+                                    pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_lists_a_cursor_pages_on_every_process_and_after_a_restart(
+        tmp_path: Path, engine: str, request: pytest.FixtureRequest) -> None:
+    """API.md Lists: a cursor is the `next` of the page before, whichever process of the
+    deployment answers it (two `loo serve`, one with two gunicorn workers) and after they
+    restart: it is sealed with the database's secret, not a process's. A forged one is a 422
+    on each of them."""
+    db = (f"sqlite:///{tmp_path}/shared.db" if engine == "sqlite"
+          else request.getfixturevalue("pg_url"))
+    one, two, three = (tmp_path / n for n in ("one", "two", "three"))
+    for d in (one, two, three):
+        d.mkdir()
+    with serving(cwd=one, DATABASE_URL=db) as a, \
+            serving("--workers", "2", cwd=two, DATABASE_URL=db) as b:
+        club = _posted(a + "/v1/clubs", {"name": "Red Lion"})
+        members = f"/v1/clubs/{club['id']}/members"
+        tag = hashlib.sha256(repr((members, [])).encode()).hexdigest()[:10]
+        forged = base64.urlsafe_b64encode(f"o:1:{tag}".encode()).decode().rstrip("=")
+        for name in ("Ann", "Bob", "Cat"):
+            _posted(a + members, {"name": name}, club["token"])
+        status, page = _read(f"{a}{members}?limit=1", club["token"])
+        assert status == 200 and page["next"], page
+        cursor = page["next"]
+        for base in (b, b, b, a):  # b's two processes, whichever takes each request
+            status, rest = _read(f"{base}{members}?cursor={cursor}", club["token"])
+            assert status == 200, rest
+            assert [m["name"] for m in rest["items"]] == ["Bob", "Cat"]
+            status, problem = _read(f"{base}{members}?cursor={forged}", club["token"])
+            assert (status, problem["code"]) == (422, "invalid_cursor"), problem
+    with serving(cwd=three, DATABASE_URL=db) as c:  # every process restarted
+        status, rest = _read(f"{c}{members}?cursor={cursor}", club["token"])
+        assert status == 200 and [m["name"] for m in rest["items"]] == ["Bob", "Cat"], rest
