@@ -530,7 +530,14 @@ class ClubFeedOut(Open):
     next = fields.Integer(required=True, metadata={
         "description": "the position to ask ?after= next: never null (a feed has no last "
                        "page; new events keep coming), the position of the page's last event, "
-                       "and ?after= itself when nothing new has come"})
+                       "and ?after= itself when nothing new has come. With ?latest= or "
+                       "?before=, the position the page reads up to (the head as it was "
+                       "read, or before - 1): ?after= it follows on from the page's events, "
+                       "missing none"})
+    earlier = fields.Integer(allow_none=True, metadata={
+        "description": "with ?latest= or ?before= only: the position to ask ?before= for "
+                       "the club's events before this page's (that of its first event); "
+                       "null when the page begins with the club's first event"})
 
 
 ClubTokenListOut = list_of(ClubTokenOut, "ClubTokenListOut")

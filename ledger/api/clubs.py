@@ -695,7 +695,19 @@ class ClubHistoryResource(MethodView):
 
 @blp.route("/<club_id>/events")
 class ClubFeedResource(MethodView):
-    @blp.doc(parameters=lists.params({"after": lists.POSITION}, lists.BY_LIMIT))
+    @blp.doc(parameters=lists.params({
+        "after": lists.POSITION,
+        "latest": {"type": "integer", "minimum": 1, "maximum": lists.MAX_LIMIT,
+                   "description": "the club's n most recent events (oldest of them first), "
+                                  "however long ago they happened; `next` follows on from "
+                                  "them, `earlier` reads back. Without ?after=, ?before= "
+                                  "or ?limit= (it is the page's size); JSON only (read it, "
+                                  "then stream with ?after=<next>)"},
+        "before": lists.POSITION | {
+            "minimum": 1,
+            "description": "the club's last ?limit= events before this position (oldest of "
+                           "them first): a page's `earlier`, to read back. Not with ?after=; "
+                           "JSON only (a stream goes forward)"}}, lists.BY_LIMIT))
     @blp.response(200, ClubFeedOut)
     def get(self, club_id: str) -> Any:
         """The club's feed (any club token): its own stream and all its tables' events in
@@ -708,28 +720,72 @@ class ClubFeedResource(MethodView):
         never null: it is the position to ask ?after= next, that of the page's last event,
         and equals ?after= when nothing new has come (ask again later). The store picks
         the club's events however many other clubs' events lie between them, so a page
-        is short or empty only when the feed has nothing more yet."""
-        f, limit, _ = lists.query({"after": _position}, lists.BY_LIMIT)
-        after = f.get("after", 0)
+        is short or empty only when the feed has nothing more yet.
+
+        ?latest=n reads from the other end: the club's n most recent events, however long
+        ago they happened, in the same order (oldest first), with `next` the position read
+        up to (the head: ?after= it follows on, missing nothing) and `earlier` the position
+        to ask ?before= for the events before them (null: they begin with the club's
+        first). ?before=<position>&limit=n is the page before, answered the same way."""
+        f, limit, _ = lists.query({"after": _position, "latest": _latest,
+                                   "before": _position}, lists.BY_LIMIT)
+        _one_way(f)
         loaded = clubs().load(club_id)
+        tables = {t.table_id for t in loaded.club.tables}
+        from ledger.app.feed import club_feed, club_page, club_page_before
+
         if feeds.wants_sse():
             from ledger.app.feed import ClubSource
 
+            back = [name for name in ("latest", "before") if name in f]
+            if back:
+                raise Invalid("invalid_filter", f"{back[0]} reads back a page of JSON, and a "
+                              "stream goes forward: read the page, then stream with "
+                              "?after=<its next>", field=back[0])
             led = ledger()
-            source = ClubSource(led, club_id, {t.table_id for t in loaded.club.tables})
+            source = ClubSource(led, club_id, tables)
             token, the_clubs = bearer() or "", clubs()
             source.still_allowed = lambda: the_clubs.role_of(  # type: ignore[attr-defined]
                 the_clubs.load(club_id).club, token) is not None
-            return feeds.stream(led, source, feeds.start_position(after),
+            return feeds.stream(led, source, feeds.start_position(f.get("after", 0)),
                                 feeds.sent_limit(limit))
-        from ledger.app.feed import club_feed, club_page
-
-        found = club_page(ledger(), club_id, {t.table_id for t in loaded.club.tables}, after,
-                          limit)
+        if "latest" in f or "before" in f:
+            back = club_page_before(ledger(), club_id, tables, f.get("before"),
+                                    f.get("latest", limit))
+            events = club_feed(ledger(), club_id, back.events)
+            return {"items": events, "events": events, "next": back.up_to,
+                    "earlier": back.earlier}
+        after = f.get("after", 0)
+        found = club_page(ledger(), club_id, tables, after, limit)
         position = found[-1].position if found else after
 
         events = club_feed(ledger(), club_id, found)
         return {"items": events, "events": events, "next": position}
+
+
+def _latest(raw: str) -> int:
+    if not lists.digits(raw) or len(raw) > 3 or not 1 <= int(raw) <= lists.MAX_LIMIT:
+        raise ValueError(f"a whole number from 1 to {lists.MAX_LIMIT}: how many of the "
+                         "club's latest events")
+    return int(raw)
+
+
+def _one_way(f: dict[str, Any]) -> None:
+    """?after= reads forward, ?before= back, ?latest= back from the head: one at a time."""
+    if "latest" in f:
+        also = [name for name in ("after", "before", "limit") if name in request.args]
+        if also:
+            raise Invalid("invalid_filter", f"latest takes no {' or '.join(also)}: it is the "
+                          "page's size and reads back from the head (follow on with "
+                          "?after=<next>, read back with ?before=<earlier>)", field=also[0])
+    if "before" in f:
+        if "after" in f:
+            raise Invalid("invalid_filter", "after and before cannot both be given: ?after= "
+                          "reads forward from a position, ?before= back from one",
+                          field="before")
+        if f["before"] == 0:
+            raise Invalid("invalid_filter", "before must be a position from 1: no event lies "
+                          "before position 0", field="before")
 
 
 def _position(raw: str) -> int:

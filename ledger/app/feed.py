@@ -412,6 +412,30 @@ def club_page(ledger: Ledger, club_id: str, tables: set[str], after: int,
     return found
 
 
+@dataclass(frozen=True, slots=True)
+class BackPage:
+    """A page of a club's feed read backwards (club_page_before)."""
+
+    events: list[StoredEvent]  # in position order
+    up_to: int  # the position the page reads up to: ?after= it follows on from there
+    earlier: int | None  # ?before= it reads the events before these; None: none are
+
+
+def club_page_before(ledger: Ledger, club_id: str, tables: set[str], before: int | None,
+                     limit: int) -> BackPage:
+    """The club feed's last `limit` events before position `before` (None: its latest), in
+    position order: its stream's and its listed tables'. It reads up to the store's head as
+    it is asked (last_position: every event at or before it has committed, so one following
+    ?after= from `up_to` misses none and sees none twice)."""
+    head = ledger.store.last_position()
+    up_to = head if before is None else min(before - 1, head)
+    found = ledger.stream_events_before({club_id} | tables, up_to + 1, limit + 1)
+    if len(found) > limit:  # one more than asked: some lie before the page
+        found = found[1:]
+        return BackPage(found, up_to, found[0].position)
+    return BackPage(found, up_to, None)
+
+
 def club_feed(ledger: Ledger, club_id: str, stored: Sequence[StoredEvent],
               fresh: float = CHECKPOINT_FRESH) -> list[dict[str, Any]]:
     """Events of a club's feed (its own stream and its tables'), as a spectator sees them,

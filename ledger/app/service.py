@@ -173,6 +173,12 @@ class Ledger:
         the club feed's page, never skipping one of theirs)."""
         return self.store.read_streams(streams, after_position=after_position, limit=limit)
 
+    def stream_events_before(self, streams: Collection[str], before_position: int,
+                             limit: int = 1000) -> list[StoredEvent]:
+        """The given streams' last events before a position, in position order
+        (store.read_streams_before: a club feed's latest page, and the pages before it)."""
+        return self.store.read_streams_before(streams, before_position, limit)
+
     def read_all(self, after_position: int = 0, limit: int = 1000) -> list[StoredEvent]:
         """Every stream's events by global position (following it never skips one)."""
         return self.store.read_all(after_position, limit)

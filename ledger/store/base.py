@@ -221,6 +221,15 @@ class EventStore(Protocol):
         for a follower near the head; past that, the given tables' own events)."""
         ...
 
+    def read_streams_before(self, table_ids: Collection[str], before_position: int,
+                            limit: int = 1000) -> list[StoredEvent]:
+        """The given tables' last `limit` events with position < before_position, by
+        increasing position: `read_streams` read backwards (a feed's latest events, and the
+        ones before those), never one `read_all` would not give yet. The same two ways: the
+        STREAMS_WINDOW events of the whole store before the position first, past them the
+        given tables' own events."""
+        ...
+
     def first_events(self, after_position: int, up_to_position: int) -> list[StoredEvent]:
         """The first event (version 1) of every stream begun with after_position < position
         <= up_to_position, by position: which streams a span of the log holds that a reader

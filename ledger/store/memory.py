@@ -142,6 +142,14 @@ class MemoryStore:
             found = (s for s in self._all[after_position:] if s.table_id in wanted)
             return list(itertools.islice(found, max(0, limit)))
 
+    def read_streams_before(self, table_ids: Collection[str], before_position: int,
+                            limit: int = 1000) -> list[StoredEvent]:
+        wanted = set(table_ids)
+        with self._lock:
+            found = (s for s in reversed(self._all[:max(0, before_position - 1)])
+                     if s.table_id in wanted)
+            return list(itertools.islice(found, max(0, limit)))[::-1]
+
     def first_events(self, after_position: int, up_to_position: int) -> list[StoredEvent]:
         with self._lock:
             return [s for s in self._all[after_position:up_to_position] if s.version == 1]

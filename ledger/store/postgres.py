@@ -171,6 +171,18 @@ _WINDOW_FULL = "SELECT 1 FROM events WHERE position > %s ORDER BY position OFFSE
 _STREAMS_FAR = (_MARK + f" SELECT table_id, {_COLS} FROM events WHERE table_id = ANY(%s)"
                 " AND position > %s AND position < ((SELECT m FROM mark) << 20)"
                 " ORDER BY position LIMIT %s")
+# read_streams_before: the same three, backwards from a position (and below the mark).
+_STREAMS_NEAR_BEFORE = (_MARK + f" SELECT table_id, {_COLS} FROM (SELECT table_id, {_COLS}"
+                        " FROM events WHERE position < %s"
+                        " AND position < ((SELECT m FROM mark) << 20)"
+                        " ORDER BY position DESC LIMIT %s) w WHERE table_id = ANY(%s)"
+                        " ORDER BY position DESC LIMIT %s")
+_WINDOW_FULL_BEFORE = ("SELECT 1 FROM events WHERE position < %s ORDER BY position DESC"
+                       " OFFSET %s LIMIT 1")
+_STREAMS_FAR_BEFORE = (_MARK + f" SELECT table_id, {_COLS} FROM events"
+                       " WHERE table_id = ANY(%s) AND position < %s"
+                       " AND position < ((SELECT m FROM mark) << 20)"
+                       " ORDER BY position DESC LIMIT %s")
 # first_events: the first events of the streams begun in a span (a partial index).
 _FIRST_EVENTS = (f"SELECT table_id, {_COLS} FROM events WHERE version = 1"
                  " AND position > %s AND position <= %s ORDER BY position")
@@ -806,6 +818,19 @@ class PostgresStore:
                     after_position, STREAMS_WINDOW - 1)).fetchone() is not None:
                 rows = conn.execute(_STREAMS_FAR, (ids, after_position, limit)).fetchall()
         return [StoredEvent(*r) for r in rows]
+
+    @_read_again
+    def read_streams_before(self, table_ids: Collection[str], before_position: int,
+                            limit: int = 1000) -> list[StoredEvent]:
+        with self._conn() as conn:
+            ids = sorted(set(table_ids))
+            rows = conn.execute(_STREAMS_NEAR_BEFORE, (before_position, STREAMS_WINDOW, ids,
+                                                       limit)).fetchall()
+            if len(rows) < limit and conn.execute(_WINDOW_FULL_BEFORE, (
+                    before_position, STREAMS_WINDOW - 1)).fetchone() is not None:
+                rows = conn.execute(_STREAMS_FAR_BEFORE, (ids, before_position,
+                                                          limit)).fetchall()
+        return [StoredEvent(*r) for r in reversed(rows)]
 
     @_read_again
     def first_events(self, after_position: int, up_to_position: int) -> list[StoredEvent]:

@@ -50,6 +50,15 @@ _WINDOW_FULL = "SELECT 1 FROM events WHERE position > ? ORDER BY position LIMIT 
 # ...and if so, their events by their own key instead.
 _STREAMS_FAR = (f"SELECT table_id, {_COLS} FROM events WHERE table_id IN"
                 " (SELECT value FROM json_each(?)) AND position > ? ORDER BY position LIMIT ?")
+# read_streams_before: the same three, backwards from a position.
+_STREAMS_NEAR_BEFORE = (f"SELECT table_id, {_COLS} FROM (SELECT table_id, {_COLS} FROM events"
+                        " WHERE position < ? ORDER BY position DESC LIMIT ?) WHERE table_id IN"
+                        " (SELECT value FROM json_each(?)) ORDER BY position DESC LIMIT ?")
+_WINDOW_FULL_BEFORE = ("SELECT 1 FROM events WHERE position < ? ORDER BY position DESC"
+                       " LIMIT 1 OFFSET ?")
+_STREAMS_FAR_BEFORE = (f"SELECT table_id, {_COLS} FROM events WHERE table_id IN"
+                       " (SELECT value FROM json_each(?)) AND position < ?"
+                       " ORDER BY position DESC LIMIT ?")
 _HEAD = "SELECT version, hash FROM events WHERE table_id = ? ORDER BY version DESC LIMIT 1"
 _IDEM = ("SELECT key, request_hash, first_version, last_version FROM idempotency"
          " WHERE table_id = ? AND key = ?")
@@ -271,6 +280,20 @@ class SqliteStore:
                 rows = conn.execute(_STREAMS_FAR, (ids, after_position, limit)).fetchall()
         return [StoredEvent(ti, v, p, t, h, loads(d), r, c, ph, hh)
                 for ti, v, p, t, h, d, r, c, ph, hh in rows]
+
+    def read_streams_before(self, table_ids: Collection[str], before_position: int,
+                            limit: int = 1000) -> list[StoredEvent]:
+        loads = load_json
+        with self._conn() as conn:
+            ids = json.dumps(sorted(set(table_ids)))
+            rows = conn.execute(_STREAMS_NEAR_BEFORE, (before_position, STREAMS_WINDOW, ids,
+                                                       limit)).fetchall()
+            if len(rows) < limit and conn.execute(_WINDOW_FULL_BEFORE, (
+                    before_position, STREAMS_WINDOW - 1)).fetchone() is not None:
+                rows = conn.execute(_STREAMS_FAR_BEFORE, (ids, before_position,
+                                                          limit)).fetchall()
+        return [StoredEvent(ti, v, p, t, h, loads(d), r, c, ph, hh)
+                for ti, v, p, t, h, d, r, c, ph, hh in reversed(rows)]
 
     def first_events(self, after_position: int, up_to_position: int) -> list[StoredEvent]:
         loads = load_json

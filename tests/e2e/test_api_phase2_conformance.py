@@ -224,7 +224,7 @@ def test_the_spec_names_every_lists_parameters_and_every_writes_idempotency_key(
     assert query(club_ + "/members/{member_id}/ledger") == {"season", "variant", "scoring",
                                                            "limit", "cursor"}
     assert query(club_ + "/history") == {"season", "since", "until"}
-    assert query(club_ + "/events") == {"after", "limit"}
+    assert query(club_ + "/events") == {"after", "limit", "latest", "before"}
     for path, method in ((club_ + "/tokens/{token_id}", "delete"),
                          (club_ + "/webhooks/{webhook_id}", "delete"),
                          (club_ + "/tables/import", "post")):

@@ -370,6 +370,36 @@ def test_read_streams_follows_only_the_given_tables_in_global_order(
     assert backend.store.read_streams({"no-such-table"}) == []
 
 
+@pytest.mark.parametrize("window", [None, 1, 3])
+def test_read_streams_before_gives_the_given_tables_last_events_in_global_order(
+        backend: Backend, window: int | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """read_streams backwards (a club feed's latest events, and the ones before them): the
+    last `limit` of the given tables' events before a position, oldest first, the same
+    whether they lie in the store's window before it or past it."""
+    if window is not None:
+        for module in ("sqlite", "postgres"):
+            monkeypatch.setattr(f"ledger.store.{module}.STREAMS_WINDOW", window)
+    a, b, c = new_table(), new_table(), new_table()
+    backend.store.append(a, events(2), 0)
+    backend.store.append(b, events(3), 0)
+    backend.store.append(c, events(2), 0)
+    backend.store.append(a, events(1, 2), 2)
+    backend.store.append(b, events(2, 3), 3)
+    everything = read_all_until(backend.store, 10)
+    mine = [e for e in everything if e.table_id in (a, c)]
+    end = everything[-1].position + 1
+    read = backend.store.read_streams_before
+    assert read({a, c}, end) == mine
+    assert read([c, a, a], end, limit=2) == mine[-2:]
+    assert read({a, c}, mine[-1].position, limit=2) == mine[-3:-1]
+    assert read({a, c}, mine[2].position) == mine[:2]
+    assert read({a, c}, mine[0].position) == []
+    assert read({a, c}, 2**62) == mine  # a position past the head: up to the head
+    assert read({b}, end, limit=3) == [e for e in everything if e.table_id == b][-3:]
+    assert read(set(), end) == [] and read({"no-such-table"}, end) == []
+    assert read({a, c}, end, limit=0) == []
+
+
 def odd_batch(n: int, start: int = 0) -> list[NewEvent]:
     """`n` events whose text columns hold what an array literal must escape."""
     texts = ['q"uote', "back\\slash", "{braces},comma", "NULL", "", " sp ", "é\n\t"]

@@ -1,16 +1,19 @@
 // The club's feed in words (API.md Feeds): GET /v1/clubs/{id}/events, its own stream and all
-// its tables' events as a spectator sees them, each event a sentence, newest first. What
-// happened lately is read first (the feed pages by global position only, so "lately" is the
-// last WINDOW positions of the whole service, and "Show earlier" reads the window before),
-// then the page follows the feed's Server-Sent Events from there (sse.js: resumed with
-// Last-Event-ID, closed when the page is left). The moves of a hand (each tile played, each
-// stake) wait behind "every move"; what changes the club's standings is always shown.
+// its tables' events as a spectator sees them, each event a sentence, newest first. The
+// club's latest events are read first, however long ago they happened (?latest=, then
+// ?before= its `earlier` until some besides moves are shown; "Show earlier" reads back
+// from there), then the page follows the feed's Server-Sent Events from the head the first
+// read reached (sse.js: resumed with Last-Event-ID, closed when the page is left). The moves
+// of a hand (each tile played, each stake) wait behind "every move"; what changes the
+// club's standings is always shown.
 import { el, reasonText } from './api.js';
-import { $, clubId, clubPath, clubToken, openClub, read, readAll } from './club.js';
+import { $, clubId, clubPath, clubToken, openClub, problemOf, read, readAll, showProblem } from './club.js';
 import { follow } from './sse.js';
 
-const WINDOW = 2000; // positions read back per step
-const KEEP = 400; // events kept on the page
+const PAGE = 200; // events read back a page
+const STEPS = 4; // pages read back at most a step (the first, or a "Show earlier")
+const ENOUGH = 20; // events besides moves a step reads back to, when the club has them
+const KEEP = STEPS * PAGE; // events kept on the page (all once "Show earlier" asked for more)
 const SUITS = ['blanks', 'ones', 'twos', 'threes', 'fours', 'fives', 'sixes'];
 const MOVES = new Set(['table_created', 'seat_filled', 'dealer_chosen', 'stake_posted', 'tiles_dealt',
   'trump_turned', 'player_decided', 'miss_drawn', 'tiles_discarded', 'turn_up_taken', 'tile_played',
@@ -145,33 +148,51 @@ function item(e) {
   el('span', { class: 'feed-text' }, text, ...replay));
 }
 
+let keep = KEEP;
+let earlier = null; // the position to ask ?before= for what precedes the events shown
+const earlierButton = $('feed-earlier');
+
 // Events come oldest first: each is read in order (names are learnt as they come), then
-// shown newest first.
+// shown newest first. Past `keep` events the oldest shown go, and "Show earlier" reads
+// them again from there; once it was asked for, none go (the reader is reading them).
 function show(events, { older = false } = {}) {
   const fresh = events.filter((e) => !seen.has(e.position));
   for (const e of fresh) seen.add(e.position);
   const nodes = fresh.map(item);
-  if (older) list.append(...nodes.reverse());
-  else list.prepend(...nodes.reverse());
-  while (list.children.length > KEEP) list.lastElementChild.remove();
+  if (older) {
+    list.append(...nodes.reverse());
+    keep = Infinity;
+  } else list.prepend(...nodes.reverse());
+  if (list.children.length > keep) {
+    while (list.children.length > keep) {
+      seen.delete(Number(list.lastElementChild.dataset.position));
+      list.lastElementChild.remove();
+    }
+    earlier = Number(list.lastElementChild.dataset.position);
+  }
+  earlierButton.hidden = earlier === null;
   $('feed-empty').hidden = list.querySelector('li.notable, #feed.every-move li') !== null;
   list.dataset.count = list.children.length;
+  list.dataset.start = list.lastElementChild ? list.lastElementChild.dataset.position : '';
   if (fresh.length && !older) list.dataset.last = fresh[fresh.length - 1].position;
 }
 
-// The club's events after `from` up to `to` (positions), in order.
-async function between(from, to) {
-  const out = [];
-  let after = from;
-  for (let pages = 0; pages < 50 && after < to; pages++) {
-    const r = await read(`/events?after=${after}&limit=500`);
-    if (!r.ok) break;
-    const events = r.data.events.filter((e) => e.position <= to);
-    out.push(...events);
-    if (r.data.events.length < 500 || !events.length) break;
-    after = events[events.length - 1].position;
+// The club's latest events (`fromHead`), or those before `earlier`, a page at a time until
+// ENOUGH besides moves came or the club's first event; the head the first read reached;
+// the answer that refused a read, if one did.
+async function readBack(fromHead) {
+  let found = [];
+  let head = null;
+  for (let pages = 0; pages < STEPS && (fromHead || earlier !== null); pages++) {
+    const r = await read(fromHead ? `/events?latest=${PAGE}` : `/events?before=${earlier}&limit=${PAGE}`);
+    if (!r.ok) return { found, head, refused: r };
+    if (fromHead) head = r.data.next;
+    fromHead = false;
+    found = [...r.data.events, ...found];
+    earlier = r.data.earlier;
+    if (found.filter((e) => !MOVES.has(e.type)).length >= ENOUGH) break;
   }
-  return out;
+  return { found, head, refused: null };
 }
 
 // ---- start ------------------------------------------------------------------------------------
@@ -187,29 +208,21 @@ if (tl.ok) {
     for (const seat of x.seats) t.names[seat.seat] = seat.name;
   }
 }
-// Where the service is now: the standings answer `as_of`, the position they are read at.
-const standings = await read('/standings');
-const head = standings.ok ? standings.data.as_of : 0;
-let start = Math.max(0, head - WINDOW);
-show(await between(start, head));
-list.dataset.head = head;
+// The club's latest events, however long ago they happened; the head they were read at is
+// where following begins.
+const first = await readBack(true);
+if (first.refused) showProblem(problemOf(first.refused));
+show(first.found);
+const head = first.head;
+list.dataset.head = head ?? '';
 
-const earlier = $('feed-earlier');
-earlier.hidden = start === 0;
-earlier.addEventListener('click', async () => {
-  earlier.disabled = true;
-  // Back a window at a time until something is found (or the beginning).
-  let found = [];
-  for (let tries = 0; tries < 10 && start > 0 && found.length < 20; tries++) {
-    const from = Math.max(0, start - WINDOW);
-    found = [...(await between(from, start)), ...found];
-    start = from;
-  }
+earlierButton.addEventListener('click', async () => {
+  earlierButton.disabled = true;
+  const back = await readBack(false);
+  showProblem(back.refused ? problemOf(back.refused) : '');
   // Names are learnt from the oldest events first: read the older ones in order.
-  show(found, { older: true });
-  earlier.disabled = false;
-  earlier.hidden = start === 0;
-  list.dataset.start = start;
+  show(back.found, { older: true });
+  earlierButton.disabled = false;
 });
 
 $('every-move').addEventListener('change', (ev) => {
@@ -217,22 +230,26 @@ $('every-move').addEventListener('change', (ev) => {
   $('feed-empty').hidden = list.querySelector('li.notable, #feed.every-move li') !== null;
 });
 
-let latest = head; // the last position read, by the stream or by polling
-function more(events) {
-  if (events.length) latest = Math.max(latest, events[events.length - 1].position);
-  show(events);
+// Followed from the head the latest events were read at (not read: not followed, rather
+// than from the club's beginning; the problem is shown and a reload tries again).
+if (head !== null) {
+  let latest = head; // the last position read, by the stream or by polling
+  const more = (events) => {
+    if (events.length) latest = Math.max(latest, events[events.length - 1].position);
+    show(events);
+  };
+  const live = follow({
+    url: clubPath('/events'), token: clubToken(), badge: $('live'), what: 'the club\'s events', lastId: head,
+    onEvent: (_type, data) => {
+      if (!data || data.position === undefined) return;
+      try { more([data]); } catch (err) { console.error('feed: event not shown', data.type, err); }
+    },
+  });
+  // No stream (refused or unavailable): ask every 5 s instead.
+  setInterval(async () => {
+    if (live.mode === 'stream') return;
+    const r = await read(`/events?after=${latest}&limit=500`);
+    if (r.ok) more(r.data.events);
+  }, 5000);
 }
-const live = follow({
-  url: clubPath('/events'), token: clubToken(), badge: $('live'), what: 'the club\'s events', lastId: head,
-  onEvent: (_type, data) => {
-    if (!data || data.position === undefined) return;
-    try { more([data]); } catch (err) { console.error('feed: event not shown', data.type, err); }
-  },
-});
-// No stream (refused or unavailable): ask every 5 s instead.
-setInterval(async () => {
-  if (live.mode === 'stream') return;
-  const r = await read(`/events?after=${latest}&limit=500`);
-  if (r.ok) more(r.data.events);
-}, 5000);
 list.dataset.ready = 'true';
