@@ -97,6 +97,23 @@ def test_s4_results_miss_limits(players, decisions):
     refused(g, {"decisions": decisions, "tricks": {"0": 5}}, code="miss_unavailable", rule="4")
 
 
+@pytest.mark.parametrize(("players", "variant", "dealer", "decisions", "code"), [
+    # 2-player Loo: seat 0 cannot drop, so it is no "every other player dropped" for the dealer
+    (2, "loo", 1, {"0": "drop", "1": "miss"}, "drop_not_allowed"),
+    (2, "loo", 1, {"0": "drop", "1": "play"}, "drop_not_allowed"),
+    # 4 players, one miss: the second miss is the fault, not the dealer's decision left out
+    (4, "rounce", 0, {"1": "miss", "2": "miss", "3": "miss"}, "miss_unavailable"),
+    (4, "loo", 0, {"1": "miss", "2": "miss", "3": "play"}, "miss_unavailable"),
+])
+def test_s4_results_the_first_impossible_decision_is_the_one_named(players, variant, dealer,
+                                                                    decisions, code):
+    """§4 seat by seat: a refusal names the decision that could not be made, not a
+    conclusion about the dealer's turn drawn from it."""
+    g = results(players=players, variant=variant, dealer=dealer)
+    err = refused(g, {"decisions": decisions}, code=code, rule="4")
+    assert "dealer" not in err.detail
+
+
 @pytest.mark.parametrize(("players", "decisions"), [
     (2, {"1": "miss", "0": "miss"}),
     (3, {"1": "miss", "2": "miss", "0": "play"}),

@@ -8,6 +8,7 @@ from ledger.core import events as ev
 from ledger.core.errors import Invalid
 from ledger.core.rules.deal import deal_order
 from ledger.core.rules.hand import TRICKS, Hand, evolve, looed_seats, violation
+from ledger.core.rules.options import Options
 
 
 def result_events(h: Hand, result: dict[str, Any]) -> list[ev.Event]:
@@ -22,6 +23,11 @@ def result_events(h: Hand, result: dict[str, Any]) -> list[ev.Event]:
         missing = [s for s in others if decisions.get(s) is None]
         raise Invalid("invalid_result", f"decisions must name every seat: missing {missing}",
                       field="decisions")
+    # §4 one seat after another: an impossible choice of the others (a drop in 2-player Loo,
+    # a miss when none is left) is the fault to name, before any conclusion about the
+    # dealer's turn drawn from those choices ("every other player dropped" is none when a
+    # drop could not be made).
+    _check_choices(opts, [decisions[s] for s in others])
     others_in = [s for s in others if decisions[s] != "drop"]
     if not others_in:
         if decisions.get(dealer) not in (None, "play") or for_pool:
@@ -34,13 +40,7 @@ def result_events(h: Hand, result: dict[str, Any]) -> list[ev.Event]:
                           field="decisions")
         decisions[dealer] = "drop"  # omitted with one player left: the dealer dropped
     drops = [s for s, c in decisions.items() if c == "drop"]
-    misses = [s for s, c in decisions.items() if c == "miss"]
-    if drops and not opts.drop_allowed:
-        raise violation("drop_not_allowed", "4", "dropping is allowed only with 3 or 4 "
-                        "players in Loo")
-    if len(misses) > opts.max_misses:
-        raise violation("miss_unavailable", "4", f"at most {opts.max_misses} miss"
-                        + ("es" if opts.max_misses > 1 else "") + f" with {n} players")
+    _check_choices(opts, list(decisions.values()))  # the dealer's own choice too
     if for_pool and not (opts.scoring == "pool" and n == 4 and decisions.get(dealer) == "play"
                          and len(others_in) == 1 and decisions[others_in[0]] == "miss"):
         raise violation("for_pool_not_allowed", "4", "only the dealer of a 4-player pool "
@@ -76,6 +76,17 @@ def result_events(h: Hand, result: dict[str, Any]) -> list[ev.Event]:
         raise violation("invalid_result", "4", f"seat {bad[0]} dropped and cannot win a trick")
     return out + [ev.HandCompleted(tricks_won=tricks, looed=looed_seats(state, tricks),
                                    dropped=tuple(sorted(drops)), for_pool=for_pool)]
+
+
+def _check_choices(opts: Options, choices: list[str]) -> None:
+    """§4: drops only where allowed; no more misses than the number of players allows."""
+    if "drop" in choices and not opts.drop_allowed:
+        raise violation("drop_not_allowed", "4", "dropping is allowed only with 3 or 4 "
+                        "players in Loo")
+    if choices.count("miss") > opts.max_misses:
+        raise violation("miss_unavailable", "4", f"at most {opts.max_misses} miss"
+                        + ("es" if opts.max_misses > 1 else "")
+                        + f" with {opts.players} players")
 
 
 def _decisions(raw: Any, n: int) -> dict[int, str]:
