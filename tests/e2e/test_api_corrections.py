@@ -184,6 +184,26 @@ def test_corrections_a_table_closed_by_max_hands_voids_its_last_hand_and_plays_i
     _audit_green(club, t)
 
 
+def test_corrections_a_voided_hand_is_not_one_of_the_max_hands(club: Club):
+    """API.md Tables: max_hands closes a table once that many hands are settled; Corrections:
+    a voided hand leaves the table as before it. A hand voided and entered again counts
+    once, so a 2-hand table corrected after its first hand still plays its second."""
+    t, right = _results(club, max_hands=2), _results(club, max_hands=2)
+    _enter(club, t, HAND_A)  # the scorer's mistake: hand 1 was HAND_B
+    assert _void(club, t, 1).status_code == 200
+    _enter(club, t, HAND_B)  # hand 1 again (numbered 2)
+    assert club.view(t)["status"] == "playing"
+    _enter(club, t, HAND_A)
+    for hand in (HAND_B, HAND_A):
+        _enter(club, right, hand)
+    view = club.view(t)
+    assert view["status"] == "closed"
+    events = club.get(t, path="/events?limit=1000").get_json()["events"]
+    assert events[-1]["type"] == "table_closed" and events[-1]["data"]["reason"] == "max_hands"
+    assert _state(club, t)[:3] == _state(club, right)[:3]
+    _audit_green(club, t)
+
+
 def test_corrections_a_game_won_then_closed_is_unwon_and_reopened_by_the_void(club: Club):
     """API.md Corrections: "a game won by that hand is un-won", also after its admin closed
     the table: the void gives back the points, un-wins the game and undoes the close."""

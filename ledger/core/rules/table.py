@@ -193,9 +193,11 @@ def settle(t: Table) -> list[ev.Event]:
 
 
 def hands_done(t: Table) -> bool:
-    """The table's `max_hands` are all settled: it closes itself (API.md, Tables)."""
+    """The table's `max_hands` are all settled: it closes itself (API.md, Tables). A voided
+    hand is not one of them (API.md Corrections: the table is as before it), so a hand
+    voided and entered again counts once."""
     return (t.opts.max_hands is not None and t.hand is not None and t.settled
-            and t.hand.number >= t.opts.max_hands)
+            and t.hand.number - len(t.voided) >= t.opts.max_hands)
 
 
 def needs_settlement(t: Table) -> bool:
