@@ -628,3 +628,15 @@ def bench_standings(database_url: str | None, tables: int, hands: int, members: 
 
     standings.run(database_url or "", tables=tables, hands=hands, members=members,
                   clients=clients, out=click.echo)
+
+
+@bench.command("audit")
+@click.option("--database-url", envvar="DATABASE_URL", default=None,
+              help="a postgresql:// database (a fresh schema, dropped after); "
+                   "unset: a fresh SQLite file")
+@click.option("--hands", type=click.IntRange(min=2), default=3000, show_default=True)
+def bench_audit(database_url: str | None, hands: int) -> None:
+    """GET .../audit and .../ledger of a long table against reading its events bare."""
+    audit = bench_module("audit")
+
+    audit.run(database_url or "", hands=hands, out=click.echo)

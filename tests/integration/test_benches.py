@@ -138,3 +138,15 @@ def test_bench_bots_times_bot_replies_through_rq_and_in_process(pg_url: str,
     leftovers = list(redis.Redis.from_url(redis_url).scan_iter(match="*loo-bench-bots-*"))
     assert leftovers == []
     assert _schemas(pg_url, "loo_bench_bots_%") == []
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_bench_audit_prints_its_ratios_and_cleans_up(pg_url: str, backend: str) -> None:
+    from bench import audit
+
+    lines: list[str] = []
+    audit.run(pg_url if backend == "postgres" else "", hands=3, repeat=1, out=lines.append)
+    assert [RATIO.match(x).group(1) for x in lines[-2:]] == ["audit_vs_read", "ledger_vs_read"]
+    assert all(value > 0 for value in _ratios(lines).values())
+    assert any(line.startswith("audit: first ") for line in lines)
+    assert _schemas(pg_url, "loo_bench_audit_%") == []
