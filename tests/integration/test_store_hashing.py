@@ -93,6 +93,31 @@ def test_verify_chain_names_a_missing_version() -> None:
     assert verify_chain([events[0], events[2]]) == "version 2 is missing (found 3)"
 
 
+odd_rows = st.tuples(st.text(max_size=6), st.text(min_size=1, max_size=8),
+                     st.none() | st.integers(-(2**40), 2**40) | st.text(max_size=3)
+                     | st.booleans() | st.floats(allow_nan=False),
+                     any_json, st.none() | st.text(max_size=8), st.text(max_size=8))
+
+
+@given(st.lists(odd_rows, min_size=1, max_size=3))
+def test_verify_chain_recomputes_event_hash_for_any_row_a_store_could_hold(rows: list[Any]):
+    """verify_chain builds the hashed body as seal does, not through event_hash: for any
+    row, even one an owner wrote by hand (a hand that is text, data that is no object), it
+    accepts exactly the hash event_hash gives and refuses any other."""
+    prev, events = GENESIS, []
+    for version, (table_id, type_, hand, data, causation, at) in enumerate(rows, start=1):
+        h = event_hash(prev, table_id, version, type_, hand, data, causation, at)
+        events.append(SimpleNamespace(table_id=table_id, version=version, type=type_,
+                                      hand=hand, data=data, causation=causation,
+                                      recorded_at=at, prev_hash=prev, hash=h))
+        prev = h
+    assert verify_chain(events) is None
+    events[-1].hash = "0" + events[-1].hash[1:] if events[-1].hash[0] != "0" else "1" + \
+        events[-1].hash[1:]
+    assert verify_chain(events) == f"version {len(rows)}: hash does not match its content " \
+        "(tampered)"
+
+
 @given(json_values)
 def test_load_json_decodes_like_json_loads(value: Any) -> None:
     text = json.dumps(value)
