@@ -205,7 +205,8 @@ def _forbidden(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
 def check_url(url: str, allow_private: bool,
               resolve: Callable[[str, int], list[str]] | None = None) -> tuple[str, int, str]:
     """(host, port, address to connect to) of an http(s) URL whose host resolves only to
-    public addresses; UrlRefused (422) otherwise."""
+    public addresses (the host as a request names it: `ascii_host`); UrlRefused (422)
+    otherwise."""
     try:
         parts = urlsplit(url)
         port = parts.port or (443 if parts.scheme == "https" else 80)
@@ -222,6 +223,7 @@ def check_url(url: str, allow_private: bool,
                          field="url")
     host = parts.hostname
     try:
+        host = ascii_host(host)
         addresses = (resolve or _resolve)(host, port)
     except (OSError, UnicodeError):
         raise UrlRefused("unresolvable_url", f"the host {host!r} does not resolve",
@@ -236,6 +238,24 @@ def check_url(url: str, allow_private: bool,
                                  "private, link-local or reserved address: webhooks go to "
                                  "public addresses only", field="url")
     return host, port, addresses[0]
+
+
+def ascii_host(host: str) -> str:
+    """A URL's host as a request names it: an IP address as it is, a name in Unicode in its
+    IDNA (punycode) ASCII form ("bücher.example" is "xn--bcher-kva.example"), as DNS, TLS and
+    the Host header take it; UnicodeError for a name IDNA cannot write."""
+    try:
+        ipaddress.ip_address(host)
+        return host
+    except ValueError:
+        return host.encode("idna").decode("ascii") if not host.isascii() else host
+
+
+def authority(host: str, port: int, default_port: int) -> str:
+    """The Host header of a request to host:port (RFC 9110 7.2 with RFC 3986 3.2.2): an IPv6
+    address in brackets, the port only when it is not the scheme's default."""
+    name = f"[{host}]" if ":" in host else host
+    return name if port == default_port else f"{name}:{port}"
 
 
 def _resolve(host: str, port: int) -> list[str]:
@@ -283,7 +303,7 @@ class Sender:
                                                     assert_hostname=host, **kwargs)
         else:
             self.pool = urllib3.HTTPConnectionPool(address, port, **kwargs)
-        self.host = host if port == (443 if self.https else 80) else f"{host}:{port}"
+        self.host = authority(host, port, 443 if self.https else 80)
         return True
 
     def post(self, headers: dict[str, str], body: bytes) -> Sent:

@@ -804,3 +804,63 @@ def test_a_pool_beyond_64_bits_is_delivered_exactly(club: Club, receiver: Receiv
     headers, body = receiver.got[-1]
     assert wh.verify(made["secret"], headers, body)
     assert json.loads(body)["data"]["pool"] == pool
+
+
+class _V6Receiver(ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+
+
+def test_webhooks_a_host_written_in_unicode_or_as_ipv6_is_posted_with_a_valid_host_header(
+        club: Club, receiver: Receiver, private_ok: None,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A URL's host goes out as HTTP writes it (RFC 9110 7.2, RFC 3986 3.2.2): a name in
+    Unicode as its IDNA (punycode) ASCII form, an IPv6 address in brackets. The header was the
+    URL's host as written: `bücher.test` went out as a Latin-1 byte, `пример.test` could not be
+    written at all (UnicodeEncodeError: the delivery run died at every try, no attempt logged,
+    nothing ever delivered, though the webhook was accepted with a 201), and `[::1]:8080`
+    went out as `::1:8080`, which nginx refuses (400) and a virtual host cannot match."""
+    resolve = wh._resolve
+    monkeypatch.setattr(wh, "_resolve", lambda host, port: ["127.0.0.1"]
+                        if host.endswith(".test") else resolve(host, port))
+    owner = Owner(club)
+    latin = owner.hook(f"http://bücher.test:{receiver.port}/hook", ["member_joined"])
+    cyrillic = owner.hook(f"http://пример.test:{receiver.port}/hook", ["member_joined"])
+    hosts: list[str | None] = []
+    try:
+        v6 = _V6Receiver(("::1", 0), _host_recorder(hosts))
+    except OSError:  # no IPv6 loopback on this machine: the names are checked all the same
+        v6 = None
+    if v6 is not None:
+        threading.Thread(target=v6.serve_forever, daemon=True).start()
+        literal = owner.hook(f"http://[::1]:{v6.server_address[1]}/hook", ["member_joined"])
+    try:
+        r = club.c.post(f"/v1/clubs/{owner.id}/members", json={"name": "Fern"},
+                        headers=owner.h())
+        assert r.status_code == 201
+        receiver.wait_for(lambda got: len(got) >= 2, "both named endpoints")
+        assert sorted(h["host"] for h, _ in receiver.got) == [
+            f"xn--bcher-kva.test:{receiver.port}", f"xn--e1afmkfd.test:{receiver.port}"]
+        for made in (latin, cyrillic):
+            assert [(x["event"], x["status"]) for x in _log_of(owner, made["id"], 1)] == [
+                ("member_joined", 204)]
+        if v6 is not None:
+            assert [x["status"] for x in _log_of(owner, literal["id"], 1)] == [204]
+            assert hosts == [f"[::1]:{v6.server_address[1]}"]
+    finally:
+        if v6 is not None:
+            v6.shutdown()
+            v6.server_close()
+
+
+def _host_recorder(hosts: list[str | None]) -> Any:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            hosts.append(self.headers.get("Host"))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    return Handler
