@@ -442,7 +442,8 @@ class StandingsOut(Open):
                        "across a row. False: every table's points are its score"})
     rows = fields.List(fields.Dict(), metadata={
         "description": "one per member, best first: by chips (pool), or by games_won then "
-                       "points (points; the most points first, the fewest when the view's "
+                       "points (points: ?scoring=points, or a view whose tables all count "
+                       "points; the most points first, the fewest when the view's "
                        "points tables are all Rounce; with `mixed_points` Rounce counts up). "
                        "`rank` is standard competition ranking: rows equal on those keys "
                        "share the better rank and the next counts every row above (1, 1, "

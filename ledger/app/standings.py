@@ -241,7 +241,9 @@ def standings_rows(rows: Iterable[dict[str, Any]], names: dict[str, str],
                    kinds: Iterable[tuple[str, str]] | None = None,
                    everyone: Iterable[str] = (),
                    ) -> list[dict[str, Any]]:
-    """The league table from seat rows: one row per member, ranked (API.md Standings).
+    """The league table from seat rows: one row per member, ranked (API.md Standings): by
+    chips, or by games won then points where the view is points scoring (?scoring=points, or
+    no ?scoring= and every table of the view counts points).
     `kinds`: the (variant, scoring) of every table of the view, which decide how its points
     count (`mixes_points`); by default those of the rows. `everyone`: the members listed
     whether or not they played in the view (the club's active members): one who did not
@@ -255,6 +257,10 @@ def standings_rows(rows: Iterable[dict[str, Any]], names: dict[str, str],
             and (scoring is None or r["scoring"] == scoring)]
     kinds = {(r["variant"], r["scoring"]) for r in rows} if kinds is None else set(kinds)
     mixed = mixes_points(kinds)
+    if scoring is None and kinds and {s for _, s in kinds} == {"points"}:
+        # Every table of the view counts points (Rounce always does): that is points
+        # scoring, ranked as ?scoring=points ranks it, not by chips that no table moved.
+        scoring = "points"
     for mid in everyone:
         out[mid] = {"member": mid, "tables": 0} | dict.fromkeys(FIGURES, 0)
     for r in rows:
