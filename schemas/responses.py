@@ -57,6 +57,9 @@ class HandOut(Open):
     tricks = fields.List(fields.Nested(TrickOut), required=True)
     tricks_won = fields.Dict(keys=fields.String(), values=fields.Integer(), required=True)
     turn_up_taken = fields.Boolean(required=True)
+    voided = fields.Boolean(metadata={
+        "description": "the hand has been voided (/docs/http, Corrections): it stays in the "
+                       "record, replay and exports, marked so"})
 
 
 class TableOut(Open):
@@ -90,18 +93,22 @@ class TableOut(Open):
 
 
 class SeatTokenOut(Open):
-    seat = fields.Integer()
-    name = fields.String()
-    bot = fields.String(allow_none=True)
-    token = fields.String()
+    seat = fields.Integer(required=True)
+    name = fields.String(required=True)
+    bot = fields.String(allow_none=True, required=True)
+    token = fields.String(required=True, metadata={"description": "the seat's token, shown "
+                                                                 "once (only here)"})
+    member = fields.String(allow_none=True, metadata={
+        "description": "a club table's: the member at the seat, or null"})
 
 
 class CreatedOut(Open):
-    id = fields.String()
-    admin_token = fields.String()
-    seats = fields.List(fields.Nested(SeatTokenOut))
-    version = fields.Integer()
-    table = fields.Nested(TableOut)
+    id = fields.String(required=True)
+    admin_token = fields.String(required=True, metadata={"description": "shown once (only "
+                                                                        "here)"})
+    seats = fields.List(fields.Nested(SeatTokenOut), required=True)
+    version = fields.Integer(required=True)
+    table = fields.Nested(TableOut, required=True)
 
 
 class EventOut(Open):
@@ -122,13 +129,17 @@ class EventOut(Open):
                        "event's hand is live, from its deal on (it would give hidden tiles "
                        "away)"})
     prev_hash = fields.String(allow_none=True, required=True)
+    checkpoint = fields.Nested(lambda: CheckpointOut(), metadata={
+        "description": "on the event that ends a settled hand (hand_settled, or game_won "
+                       "when the hand won the game), a hand_voided and a table_closed: the "
+                       "signed checkpoint naming it (/docs/http, Checkpoints)"})
 
 
 class ActionOut(Open):
-    version = fields.Integer()
-    seat = fields.Integer()
-    events = fields.List(fields.Nested(EventOut))
-    table = fields.Nested(TableOut)
+    version = fields.Integer(required=True)
+    seat = fields.Integer(metadata={"description": "the admin's: the seat acted for"})
+    events = fields.List(fields.Nested(EventOut), required=True)
+    table = fields.Nested(TableOut, required=True)
 
 
 class EventsOut(Open):
@@ -273,21 +284,25 @@ class AuditOut(Open):
 
 
 class ClosedOut(Open):
-    version = fields.Integer()
-    leftover = fields.Integer()
-    table = fields.Nested(TableOut)
+    version = fields.Integer(required=True)
+    events = fields.List(fields.Nested(EventOut), required=True)
+    leftover = fields.Integer(required=True, metadata={
+        "description": "the chips left in the pool (rule 8.8); 0 at a points table"})
+    table = fields.Nested(TableOut, required=True)
 
 
 class SpectatorTokenOut(Open):
     """A live spectator token as its table's admin reads it: never its secret."""
 
-    id = fields.String(metadata={"description": "revoke with DELETE .../spectators/{id}"})
-    label = fields.String(allow_none=True)
+    id = fields.String(required=True, metadata={
+        "description": "revoke with DELETE .../spectators/{id}"})
+    label = fields.String(allow_none=True, required=True)
 
 
 class SpectatorOut(SpectatorTokenOut):
-    token = fields.String(metadata={"description": "read-only bearer token, shown once"})
-    version = fields.Integer()
+    token = fields.String(required=True, metadata={
+        "description": "read-only bearer token, shown once"})
+    version = fields.Integer(required=True)
 
 
 class SpectatorListOut(Open):
@@ -318,73 +333,78 @@ class HandHistoryOut(Open):
 
 # ---- clubs (API.md Phase 2) ---------------------------------------------------------------
 class ClubOut(Open):
-    id = fields.String()
-    name = fields.String()
-    version = fields.Integer()
-    members = fields.Integer(metadata={"description": "how many active members the club has "
-                                                     "(archived ones are not counted)"})
-    archived_members = fields.Integer(metadata={"description": "how many archived members the "
-                                                              "club has"})
-    tables = fields.Integer()
-    role = fields.String(metadata={"description": "the calling token's role: owner, scorer "
+    id = fields.String(required=True)
+    name = fields.String(required=True)
+    version = fields.Integer(required=True)
+    members = fields.Integer(required=True, metadata={
+        "description": "how many active members the club has (archived ones are not "
+                       "counted)"})
+    archived_members = fields.Integer(required=True, metadata={
+        "description": "how many archived members the club has"})
+    tables = fields.Integer(required=True)
+    role = fields.String(required=True, validate=validate.OneOf(("owner", "scorer", "viewer")),
+                         metadata={"description": "the calling token's role: owner, scorer "
                                                   "or viewer"})
 
 
 class ClubCreatedOut(Open):
-    id = fields.String()
-    name = fields.String()
-    version = fields.Integer()
-    token = fields.String(metadata={"description": "the first owner token, shown once"})
+    id = fields.String(required=True)
+    name = fields.String(required=True)
+    version = fields.Integer(required=True)
+    token = fields.String(required=True, metadata={
+        "description": "the first owner token, shown once"})
 
 
 class ClubTokenOut(Open):
     """A live club token as an owner reads it: never its secret."""
 
-    id = fields.String()
-    role = fields.String()
-    label = fields.String(allow_none=True)
+    id = fields.String(required=True)
+    role = fields.String(required=True, validate=validate.OneOf(("owner", "scorer", "viewer")))
+    label = fields.String(allow_none=True, required=True)
 
 
 class ClubTokenCreatedOut(ClubTokenOut):
-    token = fields.String(metadata={"description": "shown once (only here)"})
+    token = fields.String(required=True, metadata={"description": "shown once (only here)"})
 
 
 class WebhookOut(Open):
-    id = fields.String()
-    url = fields.String()
-    events = fields.List(fields.String())
-    created_at = fields.String()
-    status = fields.String(validate=validate.OneOf(("active", "disabled")), metadata={
-        "description": "disabled: its receiver answered 410 Gone, nothing is delivered "
-                       "until POST .../enable"})
-    disabled = fields.Boolean()
-    disabled_reason = fields.String(allow_none=True, metadata={
+    id = fields.String(required=True)
+    url = fields.String(required=True)
+    events = fields.List(fields.String(), required=True)
+    created_at = fields.String(required=True)
+    status = fields.String(
+        required=True, validate=validate.OneOf(("active", "disabled")), metadata={
+            "description": "disabled: its receiver answered 410 Gone, nothing is delivered "
+                           "until POST .../enable"})
+    disabled = fields.Boolean(required=True)
+    disabled_reason = fields.String(allow_none=True, required=True, metadata={
         "description": "why delivery stopped (the receiver's answer), while disabled"})
-    disabled_at = fields.String(allow_none=True, metadata={
+    disabled_at = fields.String(allow_none=True, required=True, metadata={
         "description": "when delivery stopped (UTC), while disabled"})
-    disabled_position = fields.Integer(allow_none=True, metadata={
+    disabled_position = fields.Integer(allow_none=True, required=True, metadata={
         "description": "the position of the event whose message was answered 410: "
                        "delivery resumes with it"})
 
 
 class WebhookCreatedOut(WebhookOut):
-    secret = fields.String(metadata={"description": "whsec_ + base64: the Standard Webhooks "
-                                                    "signing secret, shown once (only here)"})
+    secret = fields.String(required=True, metadata={
+        "description": "whsec_ + base64: the Standard Webhooks signing secret, shown once "
+                       "(only here)"})
 
 
 class MemberOut(Open):
-    id = fields.String()
-    name = fields.String()
-    external_id = fields.String(allow_none=True)
-    archived = fields.Boolean()
+    id = fields.String(required=True)
+    name = fields.String(required=True)
+    external_id = fields.String(allow_none=True, required=True)
+    archived = fields.Boolean(required=True)
 
 
 class SeasonOut(Open):
-    id = fields.String()
-    name = fields.String()
-    starts_on = fields.String()
-    ends_on = fields.String(allow_none=True)
-    closed = fields.Boolean()
+    id = fields.String(required=True)
+    name = fields.String(required=True)
+    starts_on = fields.String(required=True, metadata={"format": "date"})
+    ends_on = fields.String(allow_none=True, required=True, metadata={"format": "date"})
+    closed = fields.Boolean(required=True)
 
 
 def list_of(item: type[Schema], name: str) -> type[Schema]:
@@ -432,15 +452,38 @@ class ClubTableOut(Open):
     seats = fields.List(fields.Nested(ClubTableSeatOut), required=True)
 
 
+class StandingsRowOut(Open):
+    """A member's row of the league table: every figure derived from the events of the
+    view's tables (the member ledger lists the transfers and scores behind it)."""
+
+    rank = fields.Integer(required=True, metadata={
+        "description": "standard competition ranking (1, 1, 3)"})
+    member = fields.String(required=True)
+    name = fields.String(required=True)
+    tables = fields.Integer(required=True, metadata={"description": "tables sat at"})
+    hands = fields.Integer(required=True, metadata={"description": "hands settled there, "
+                                                                  "voided ones not counted"})
+    chips = fields.Integer(required=True, metadata={"description": "the chip balance (pool "
+                                                                  "tables)"})
+    points = fields.Integer(required=True, metadata={"description": "points (points tables)"})
+    games_won = fields.Integer(required=True)
+    tricks = fields.Integer(required=True)
+    loos = fields.Integer(required=True, metadata={"description": "hands the member was "
+                                                                 "looed in"})
+    looed_chips = fields.Integer(required=True, metadata={"description": "chips paid as loo "
+                                                                        "penalties"})
+
+
 class StandingsOut(Open):
-    as_of = fields.Integer(metadata={"description": "the global position the rows reflect"})
-    mixed_points = fields.Boolean(metadata={
+    as_of = fields.Integer(required=True, metadata={
+        "description": "the global position the rows reflect"})
+    mixed_points = fields.Boolean(required=True, metadata={
         "description": "the view's tables include Loo for points (counting up from 0) and "
                        "Rounce (counting down from its target): each Rounce table's points "
                        "then count as its target minus its score (the points made toward "
                        "winning: +1 a trick, -5 rounced), so `points` is higher-is-better "
                        "across a row. False: every table's points are its score"})
-    rows = fields.List(fields.Dict(), metadata={
+    rows = fields.List(fields.Nested(StandingsRowOut), required=True, metadata={
         "description": "one per member, best first: by chips (pool), or by games_won then "
                        "points (points: ?scoring=points, or a view whose tables all count "
                        "points; the most points first, the fewest when the view's "
@@ -474,18 +517,46 @@ class MemberLedgerItemOut(Open):
         "description": "score, start: what it adds to the standings' points in this view"})
 
 
+class MemberTransferOut(TransferOut):
+    """A transfer behind a member's row: the table's transfer, with where it is."""
+
+    table = fields.String(required=True)
+    seat = fields.Integer(required=True, metadata={"description": "the member's seat there"})
+
+
+class MemberScoreOut(ScoreOut):
+    """A score behind a member's row: the table's score, with where it is."""
+
+    table = fields.String(required=True)
+    counted = fields.Integer(required=True, metadata={
+        "description": "what it adds to the standings' points in this view"})
+
+
+class MemberStartOut(Open):
+    """The score a member's seat at a points table starts from."""
+
+    table = fields.String(required=True)
+    seat = fields.Integer(required=True)
+    points = fields.Integer(required=True, metadata={"description": "Rounce: the target (15); "
+                                                                   "Loo: 0"})
+    counted = fields.Integer(required=True, metadata={
+        "description": "what it adds to the standings' points in this view"})
+
+
 class MemberLedgerOut(Open):
-    member = fields.String()
-    mixed_points = fields.Boolean(metadata={
+    member = fields.String(required=True)
+    mixed_points = fields.Boolean(required=True, metadata={
         "description": "as the standings' in the same view (the same filters): Rounce "
                        "tables count their points up, as target minus score"})
-    transfers = fields.List(fields.Dict())
-    scores = fields.List(fields.Dict(), metadata={
+    transfers = fields.List(fields.Nested(MemberTransferOut), required=True, metadata={
+        "description": "per chip transfer of the member's pool tables: as the table's ledger "
+                       "lists it, with `table` and the member's `seat`"})
+    scores = fields.List(fields.Nested(MemberScoreOut), required=True, metadata={
         "description": "per points hand (and void) of the member: `table`, `hand`, "
                        "`version`, `seat`, `delta`, `reason`, and `counted`, what it adds to "
                        "the standings' points in this view: the delta, or its opposite for "
                        "a Rounce table with `mixed_points`"})
-    starts = fields.List(fields.Dict(), metadata={
+    starts = fields.List(fields.Nested(MemberStartOut), required=True, metadata={
         "description": "per points table of the member: `table`, `seat` and `points`, the "
                        "score the seat starts from (Rounce: the target, 15; Loo: 0), and "
                        "`counted` (that start, or 0 for a Rounce table with "
@@ -504,29 +575,39 @@ class MemberLedgerOut(Open):
 
 
 class BotOut(Open):
-    name = fields.String()
-    version = fields.String()
-    description = fields.String()
+    name = fields.String(required=True)
+    version = fields.String(required=True)
+    description = fields.String(required=True)
 
 
 class HintOut(Open):
-    seat = fields.Integer()
-    action = fields.Dict(metadata={"description": "an action body as POST /actions takes it"})
-    why = fields.String(metadata={"description": "a short reason: the expected chips or "
-                                                 "points, and the next best action"})
-    version = fields.Integer(metadata={"description": "the table version the hint is for"})
+    seat = fields.Integer(required=True)
+    action = fields.Dict(required=True, metadata={
+        "description": "an action body as POST /actions takes it"})
+    why = fields.String(required=True, metadata={
+        "description": "a short reason: the expected chips or points, and the next best "
+                       "action"})
+    version = fields.Integer(required=True, metadata={
+        "description": "the table version the hint is for"})
 
 
 class BotsOut(Open):
-    items = fields.List(fields.Nested(BotOut))
-    next = fields.String(allow_none=True)
+    items = fields.List(fields.Nested(BotOut), required=True)
+    next = fields.String(allow_none=True, required=True)
+
+
+class ClubEventOut(EventOut):
+    """An event of the club's feed: the club's own or a table's, as a spectator sees it."""
+
+    stream = fields.String(required=True, metadata={
+        "description": "\"club\" (the club's own stream) or the table's id"})
 
 
 class ClubFeedOut(Open):
-    items = fields.List(fields.Dict(), required=True, metadata={
+    items = fields.List(fields.Nested(ClubEventOut), required=True, metadata={
         "description": "the page's events, each with `stream` (/docs/http, Lists: the same list "
                        "as `events`)"})
-    events = fields.List(fields.Dict(), required=True, metadata={
+    events = fields.List(fields.Nested(ClubEventOut), required=True, metadata={
         "description": "the same events as `items` (the table feed's name for them)"})
     next = fields.Integer(required=True, metadata={
         "description": "the position to ask ?after= next: never null (a feed has no last "

@@ -46,17 +46,24 @@ class ProblemSchema(ma.Schema):
     class Meta:
         unknown = ma.INCLUDE  # problems may carry extra members (RFC 9457 §3.2)
 
-    type = ma.fields.String(metadata={
+    type = ma.fields.String(required=True, metadata={
         "description": "where this problem is explained: the rule it cites (/docs/rules#rule-6.3) "
                        "or its code's entry (/docs/http#problem-table_not_found); match on `code`"})
-    title = ma.fields.String()
-    status = ma.fields.Integer()
-    detail = ma.fields.String()
-    code = ma.fields.String()
+    title = ma.fields.String(required=True)
+    status = ma.fields.Integer(required=True)
+    detail = ma.fields.String(required=True)
+    code = ma.fields.String(required=True, metadata={"description": "stable, for machines: "
+                                                                   "match on it"})
     rule = ma.fields.String(metadata={"description": "the section of the rule book broken"})
     rule_url = ma.fields.String(metadata={"description": "where that rule reads, /docs/rules"})
     rule_text = ma.fields.String(metadata={"description": "the rule's own words"})
     errors = ma.fields.Dict()
+    field = ma.fields.String(metadata={"description": "the request's field (or query "
+                                                      "parameter) the problem is with"})
+    expected_version = ma.fields.Integer(metadata={
+        "description": "version_conflict: the expected_version sent"})
+    version = ma.fields.Integer(metadata={
+        "description": "version_conflict: the stream's version now (read it again)"})
     checks = ma.fields.Dict(metadata={"description": "/readyz: each dependency's state"})
 
 

@@ -42,3 +42,90 @@ def test_standings_a_view_whose_tables_all_count_points_ranks_by_games_won_then_
     assert club.start(pool, {"result": result}).status_code == 200
     rows = lg.get("/standings").get_json()["rows"]
     assert [r["chips"] for r in rows] == sorted((r["chips"] for r in rows), reverse=True)
+
+
+# ---- Conventions: the OpenAPI spec documents the contract's fields --------------------------
+
+# What API.md names in each answer: (method, path, status) -> {JSON path in the body: fields}
+# ("" the body, "x[]" each item of x). A client generated from /openapi.json gets these as
+# fields that are always there (required), each with a declared type.
+ANSWERS: dict[tuple[str, str, str], dict[str, set[str]]] = {
+    ("post", "/v1/tables", "201"): {"": {"id", "admin_token", "seats", "version"},
+                                    "seats[]": {"seat", "name", "bot", "token"}},
+    ("post", "/v1/tables/{table_id}/actions", "200"): {"": {"version", "events", "table"}},
+    ("post", "/v1/tables/{table_id}/close", "200"): {"": {"version", "events", "table",
+                                                          "leftover"}},
+    ("post", "/v1/tables/{table_id}/spectators", "201"): {"": {"token"}},
+    ("get", "/v1/tables/{table_id}/hint", "200"): {"": {"action", "why"}},
+    ("get", "/v1/bots", "200"): {"": {"items", "next"}, "items[]": {"name"}},
+    ("post", "/v1/clubs", "201"): {"": {"id", "name", "version", "token"}},
+    ("get", "/v1/clubs/{club_id}", "200"): {"": {"id", "name", "version", "members",
+                                                 "tables"}},
+    ("post", "/v1/clubs/{club_id}/tokens", "201"): {"": {"id", "role", "label", "token"}},
+    ("get", "/v1/clubs/{club_id}/tokens", "200"): {"items[]": {"id", "role", "label"}},
+    ("post", "/v1/clubs/{club_id}/members", "201"): {"": {"id", "name", "external_id",
+                                                          "archived"}},
+    ("get", "/v1/clubs/{club_id}/members/{member_id}", "200"): {
+        "": {"id", "name", "external_id", "archived"}},
+    ("get", "/v1/clubs/{club_id}/members", "200"): {
+        "items[]": {"id", "name", "external_id", "archived"}},
+    ("post", "/v1/clubs/{club_id}/seasons", "201"): {"": {"id", "name", "starts_on",
+                                                          "ends_on"}},
+    ("post", "/v1/clubs/{club_id}/tables", "201"): {
+        "": {"id", "admin_token", "seats", "version"},
+        "seats[]": {"seat", "name", "bot", "token"}},
+    ("get", "/v1/clubs/{club_id}/standings", "200"): {
+        "": {"as_of", "rows"},
+        "rows[]": {"rank", "member", "name", "tables", "hands", "chips", "points",
+                   "games_won", "tricks", "loos", "looed_chips"}},
+    ("get", "/v1/clubs/{club_id}/members/{member_id}/ledger", "200"): {
+        "transfers[]": {"table", "hand", "version"}, "scores[]": {"table", "hand", "version"}},
+    ("get", "/v1/clubs/{club_id}/events", "200"): {
+        "items[]": {"version", "position", "type", "hand", "data", "stream"},
+        "events[]": {"version", "position", "type", "hand", "data", "stream"}},
+    ("post", "/v1/clubs/{club_id}/webhooks", "201"): {"": {"id", "url", "events", "secret"}},
+    ("get", "/v1/clubs/{club_id}/webhooks", "200"): {"items[]": {"id", "url", "events"}},
+}
+PROBLEM_FIELDS = {"type", "title", "status", "detail", "code"}
+
+
+def _resolve(spec: dict, node: dict) -> dict:
+    while "$ref" in node:
+        node = spec["components"]["schemas"][node["$ref"].rsplit("/", 1)[1]]
+    return node
+
+
+def _at(spec: dict, schema: dict, where: str) -> dict:
+    node = _resolve(spec, schema)
+    for part in filter(None, where.split(".")):
+        name = part.removesuffix("[]")
+        node = _resolve(spec, node["properties"][name])
+        if part.endswith("[]"):
+            node = _resolve(spec, node["items"])
+    return node
+
+
+def test_conventions_the_openapi_spec_requires_every_field_api_md_names_in_an_answer(
+        club: Club):
+    """API.md: the contract is to be documented in the OpenAPI spec served at /openapi.json,
+    and "field names below are the contract". The Phase 2 answers' schemas (and creation,
+    action, close, spectator, hint and bot answers) declared their fields but required none,
+    so every client generated from the spec had an optional `token` on a new club, an
+    optional `id` on a member, ...; the standings' rows, a member's transfers and scores
+    and the club feed's events were untyped objects, and a problem's five members were
+    optional too. Each field API.md names is now required, with its type."""
+    spec = club.c.get("/openapi.json").get_json()
+    missing = []
+    for (method, path, status), wanted in ANSWERS.items():
+        content = spec["paths"][path][method]["responses"][status]["content"]
+        for where, fields in wanted.items():
+            node = _at(spec, content["application/json"]["schema"], where)
+            lacking = fields - set(node.get("required", ()))
+            untyped = {f for f in fields if not {"type", "$ref", "allOf", "oneOf"} & set(
+                node.get("properties", {}).get(f, {}))}
+            if lacking or untyped:
+                missing.append((method, path, where, sorted(lacking), sorted(untyped)))
+    problem = spec["components"]["schemas"]["Problem"]
+    if PROBLEM_FIELDS - set(problem.get("required", ())):
+        missing.append(("Problem", sorted(PROBLEM_FIELDS - set(problem.get("required", ())))))
+    assert not missing, missing
