@@ -250,8 +250,10 @@ class ClubSeatIn(Strict):
 
     @validates_schema
     def _named(self, data: dict[str, Any], **_: Any) -> None:
+        # Named at the seat's `name` (seats.N.name): the field to fill in when there is no
+        # member (a path naming "seats" again, seats.N.seats, named nothing a seat has).
         if data.get("name") is None and data.get("member") is None:
-            raise ValidationError('a seat needs "member" (a member id) or "name"', "seats")
+            raise ValidationError('a seat needs "member" (a member id) or "name"', "name")
 
 
 class ClubTableIn(CreateTableIn):

@@ -129,3 +129,21 @@ def test_conventions_the_openapi_spec_requires_every_field_api_md_names_in_an_an
     if PROBLEM_FIELDS - set(problem.get("required", ())):
         missing.append(("Problem", sorted(PROBLEM_FIELDS - set(problem.get("required", ())))))
     assert not missing, missing
+
+
+def test_club_tables_a_seat_with_neither_member_nor_name_is_refused_naming_a_field_it_has(
+        club: Club):
+    """API.md Club tables: a seat names {"member": mid} or a name. A seat with neither was
+    refused naming a field no seat has, `seats.0.seats` (in `detail` and in `errors`, which
+    a form reads to mark the box): it names the seat's `name` (a member's seat may leave it
+    out), and nothing is created."""
+    lg = League(club)
+    for seat in ({}, {"bot": "random"}, {"member": None}, {"member": None, "name": None}):
+        r = club.c.post(lg.url("/tables"), headers=lg.h(lg.scorer),
+                        json={"seats": [{"name": "Ann"}, seat], "first_dealer": 0})
+        problem = club.problem(r, 422, "validation_error")
+        assert problem["errors"]["json"] == {"seats": {"1": {"name": [
+            'a seat needs "member" (a member id) or "name"']}}}, (seat, problem)
+        assert problem["detail"].startswith(
+            'the request does not match the schema: seats.1.name: a seat needs "member"')
+    assert lg.get("/tables").get_json()["items"] == []
