@@ -119,7 +119,9 @@ class EventOut(Open):
                        "turn_timed_out {seat, seconds}: the seat to act let options."
                        "turn_seconds pass; the events of the action the service took for it "
                        "follow (drop where allowed, else its lowest legal play; a discard "
-                       "puts out its lowest tiles)"})
+                       "puts out its lowest tiles). timers_woken {}: the table's turn timers "
+                       "rested (timers_idle) and its admin started the hand auto_deal had "
+                       "dealt: the seat to act is on the clock again, from this event"})
     hand = fields.Integer(allow_none=True, required=True)
     data = fields.Dict(required=True)
     recorded_at = fields.String(required=True)

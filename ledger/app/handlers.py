@@ -17,6 +17,7 @@ from ledger.core.rules.options import make_options
 from ledger.core.rules.tiles import name as tile_name
 from ledger.core.rules.timers import seat_on_the_clock
 from ledger.core.rules.timers import time_out as rules_time_out
+from ledger.core.rules.timers import wake as wake_timers
 from ledger.core.rules.view import seat_view
 
 Seeds = Callable[[], bytes]
@@ -59,8 +60,9 @@ def start_hand(p: Projection, cmd: c.StartHand, seeds: Seeds) -> list[ev.Event]:
         if tb.dealt_untouched(t):
             # API.md leaves open whether auto_deal deals the first hand (it does, at the
             # table's creation): a client that starts every hand itself gets this one, and
-            # nothing is appended (a key sent with it is kept all the same).
-            return []
+            # nothing is appended (a key sent with it is kept all the same), unless the turn
+            # timers rest: the admin's start wakes them as a deal does (timers_woken).
+            return wake_timers(t)
         return tb.start_hand(t, seed=seeds())
     if mode == "recorded":
         if cmd.hands is None or cmd.turn_up is None or cmd.result is not None:

@@ -171,9 +171,9 @@ class WebhookEnabled(Event):
 # Table-level events that may fall between a hand's events without being part of its play:
 # a hand's record keeps them (its hash chain links through them); its rules ignore them.
 ASIDE = frozenset({"spectator_added", "spectator_revoked"})
-# Events of a hand that record why an action came, not an action: the rules of the hand
-# ignore them (a replay from the actions alone leaves them out).
-NOTICES = frozenset({"turn_timed_out"})
+# Events of a hand that record why an action came, or that the turn timers run again, not an
+# action: the rules of the hand ignore them (a replay from the actions alone leaves them out).
+NOTICES = frozenset({"turn_timed_out", "timers_woken"})
 
 
 @_event("dealer_chosen")
@@ -322,6 +322,13 @@ class TurnTimedOut(Event):
 
     seat: int
     seconds: int
+
+
+@_event("timers_woken")
+class TimersWoken(Event):
+    """API.md "turn timers": the table's timers rested (timers_idle) and its admin started
+    the hand auto_deal had dealt: the seat to act is on the clock again, its turn_seconds
+    counted from this event (ledger.core.rules.timers.wake)."""
 
 
 @_event("hand_voided")

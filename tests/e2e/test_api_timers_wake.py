@@ -38,9 +38,10 @@ class Rig:
     timer_scheduled: Callable[[Table, int], bool]  # the timer job of that version exists
 
 
-def _table(rig: Rig, desk: str, scoring: str = "pool", **options: Any) -> tuple[Table, str]:
+def _table(rig: Rig, desk: str, scoring: str = "pool", first_dealer: int = 0,
+           **options: Any) -> tuple[Table, str]:
     """A timed table (Bob the only person) and the token that acts as its admin."""
-    body = {"seats": SEATS, "first_dealer": 0, "scoring": scoring,
+    body = {"seats": SEATS, "first_dealer": first_dealer, "scoring": scoring,
             "options": {"turn_seconds": 600, **options}}
     if desk == "table admin":
         t = rig.club.create(**body)
@@ -119,9 +120,26 @@ def wake_when_the_admin_starts_a_hand_after_a_void_with_auto_deal(rig: Rig, desk
     _awake(rig, t)
 
 
+def wake_when_the_admin_starts_the_hand_auto_deal_dealt(rig: Rig, desk: str) -> None:
+    # With auto_deal the next hand is dealt already (hand 1 dealt by Dan: hand 2's first to
+    # decide is Bob, nobody has acted in it). The admin's start names that hand and deals
+    # nothing (tests/e2e/test_api_hands_dealt.py); at resting timers it wakes them as a deal
+    # does, and records it: timers_woken, from which Bob's turn_seconds count.
+    t, admin = _table(rig, desk, first_dealer=3)
+    v = _rest(rig, t)
+    assert v["hand"]["number"] == 2 and v["hand"]["phase"] == "deciding", v["hand"]
+    r = rig.club.post(t, "/hands", {"expected_version": v["version"]}, admin)
+    _ok(r)
+    j = r.get_json()
+    assert [e["type"] for e in j["events"]] == ["timers_woken"]
+    assert j["version"] == v["version"] + 1 and j["table"]["hand"]["number"] == 2
+    _awake(rig, t)
+
+
 WAKES = [wake_at_the_persons_move, wake_at_the_admins_move_for_the_seat,
          wake_when_the_admin_starts_a_hand,
-         wake_when_the_admin_starts_a_hand_after_a_void_with_auto_deal]
+         wake_when_the_admin_starts_a_hand_after_a_void_with_auto_deal,
+         wake_when_the_admin_starts_the_hand_auto_deal_dealt]
 
 
 @pytest.mark.parametrize("desk", DESKS)

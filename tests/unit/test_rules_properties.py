@@ -439,6 +439,16 @@ def test_events_every_type_round_trips():
     assert out[0] == ev.TurnTimedOut(seat=1, seconds=5) and out[1].choice == "drop"
     check_round_trip(out, tb.replay(out, timed), start=timed)
     seen |= {e.type for e in out}
+    # Resting timers (every turn of the last hand timed out) woken by the admin's start of
+    # the hand auto_deal dealt.
+    from ledger.core.rules.timers import timers_idle, wake
+
+    resting = dataclasses.replace(timed, unattended=True)
+    woken = wake(resting)
+    assert woken == [ev.TimersWoken()] and timers_idle(resting) and wake(timed) == []
+    assert not timers_idle(tb.replay(woken, resting))
+    check_round_trip(woken, tb.replay(woken, resting), start=resting)
+    seen |= {e.type for e in woken}
     # Table administration, not play: a spectator token added then revoked.
     t = tb.replay(tb.add_spectator(t, "sp_1", "ab" * 32, "screen"), t)
     admin = tb.add_spectator(t, "sp_2", "cd" * 32, None) + tb.revoke_spectator(t, "sp_1")

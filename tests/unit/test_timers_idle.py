@@ -5,17 +5,26 @@ Time is driven by the injected clock; the timer job is called with its scheduled
 
 from __future__ import annotations
 
+import json
+import time
+from datetime import UTC, datetime
+
 import pytest
 
 from ledger.app import handlers
+from ledger.app.audit import audit
+from ledger.app.history import table_history
 from ledger.app.projector import project
 from ledger.app.service import Ledger
+from ledger.app.verify import verify_document
 from ledger.app.views import Viewer, table_view
 from ledger.core import commands as c
 from ledger.core.rules.actions import Decide
 from ledger.core.rules.bots import POLICIES
 from ledger.core.rules.legal import legal_actions
+from ledger.core.rules.table import dealt_untouched
 from ledger.core.rules.timers import timers_idle
+from ledger.store import hashing
 from tests.unit.test_timers import Clock, Scheduler, make
 from workers import jobs
 
@@ -116,6 +125,44 @@ def test_the_admin_starting_a_hand_wakes_the_timers_with_auto_deal_too():
     assert not timers_idle(p.table) and handlers.timer_owed(p) is not None
     assert _scheduled_at(d, table_id, p.version)
     assert not timers_idle(project(led.store.load(table_id)).table)  # a fold from scratch
+
+
+def test_the_admin_starting_the_hand_auto_deal_dealt_wakes_the_timers_from_then(monkeypatch):
+    # With auto_deal hand 2 is dealt already, P1 first to decide (hand 1 dealt by P3) and
+    # nobody has acted in it: the admin's start names it and deals nothing. At resting timers
+    # it wakes them as a deal does, recorded (timers_woken): the fold says so, and P1's
+    # turn_seconds count from the wake, not from the deal.
+    led, table_id, d, clock = make(seconds=8, bots=(0, 2, 3), first_dealer=3)
+    assert _time_out_hand(led, table_id, clock) >= 1
+    p = led.load(table_id)
+    assert p.table.hand.number == 2 and p.table.hand.turn == 1 and dealt_untouched(p.table)
+    assert timers_idle(p.table) and not _scheduled_at(d, table_id, p.version)
+    woken = time.time() + 1000  # the admin comes back long after the deal
+    monkeypatch.setattr(hashing, "utc_now", lambda: datetime.fromtimestamp(woken, UTC)
+                        .isoformat(timespec="microseconds"))
+    out = led.execute(table_id, c.StartHand(), expected_version=p.version)
+    assert [s.type for s in out.stored] == ["timers_woken"] and out.stored[0].hand == 2
+    p = led.load(table_id)
+    assert p.version == out.stored[0].version and p.table.hand.turn == 1
+    assert not timers_idle(p.table) and handlers.timer_owed(p) == (1, 8)
+    at, job_id, _args = d.timers[-1]
+    assert job_id == f"timeout:{table_id}:{p.version}" and at == pytest.approx(woken + 8, abs=1e-3)
+    assert not timers_idle(project(led.store.load(table_id)).table)  # a fold from scratch
+    assert led.execute(table_id, c.StartHand()).stored == []  # awake: nothing more to wake
+    clock.offset = 1000 + 5  # 3 s before the deadline the wake set
+    assert jobs.time_out(table_id, p.version, ledger=led) == "early"
+    clock.offset = 1000 + 8
+    assert jobs.time_out(table_id, p.version, ledger=led) == "acted"
+    assert audit(led.store.load(table_id), led.load(table_id))["ok"]
+    # hand 2's file carries the wake in its chain, and `loo verify` passes it (a notice: the
+    # rules of the hand give no such event)
+    if led.load(table_id).table.hand.number == 2:  # the timer dropped for P1: the bots ended it
+        _time_out_hand(led, table_id, clock)
+    docs = list(table_history(table_id, lambda a, b: led.store.load_raw(table_id, a, b),
+                              led.store.version(table_id), led.checkpoints(table_id)))
+    (doc,) = [x for x in docs if x["hand"]["number"] == 2]
+    assert "timers_woken" in [e["type"] for e in doc["events"]]
+    verify_document(json.loads(json.dumps(doc)), led.signer.private.public_key())
 
 
 def test_all_bot_tables_play_on_with_turn_timers():

@@ -64,8 +64,8 @@ class Table:
     season: str | None = None
     members: tuple[str | None, ...] = ()
     # Turn timers: in the last complete hand every person's turn timed out (no person acted)
-    # and no person has acted since, nor has an admin started a hand
-    # (ledger.core.rules.timers.timers_idle).
+    # and no person has acted since, nor has an admin started a hand (a deal, or timers_woken
+    # where the start names the hand auto_deal dealt) (ledger.core.rules.timers.timers_idle).
     unattended: bool = False
 
     @property
@@ -358,6 +358,10 @@ def _hand_started(t: Draft, e: ev.HandStarted) -> None:
                       winner_before=t.winner, tied_before=t.tied)
 
 
+def _timers_woken(t: Draft, e: ev.TimersWoken) -> None:
+    t.unattended = False
+
+
 def _book(b: HandBook, flows: tuple[tuple[str, str, int], ...] | None = None,
           points: tuple[tuple[int, int], ...] | None = None) -> HandBook:
     """`replace(b, flows=..., points=...)` without its per-call field inspection (it runs
@@ -475,6 +479,7 @@ EVOLVE: dict[type, Any] = {
     ev.SpectatorAdded: _spectator_added,
     ev.SpectatorRevoked: _spectator_revoked,
     ev.HandStarted: _hand_started,
+    ev.TimersWoken: _timers_woken,
     ev.StakePosted: _stake,
     ev.TilesDealt: _dealt,
     ev.HandCompleted: _completed,

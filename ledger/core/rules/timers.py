@@ -14,11 +14,19 @@ from ledger.core.rules.tiles import SORT_KEY
 def timers_idle(t: tb.Table) -> bool:
     """The table's people have left it to the timers (API.md "Bots, hints and turn timers"):
     in the last complete hand every person's turn timed out, and no person (nor an admin for
-    a seat) has acted since, nor has an admin started a hand. No timer acts until one does."""
+    a seat) has acted since, nor has an admin started a hand (`wake`). No timer acts until
+    one does."""
     if not t.unattended:
         return False
     h = t.hand
     return h is None or h.phase == "complete" or all(t.bots[s] is not None for s in h.acted)
+
+
+def wake(t: tb.Table) -> list[ev.Event]:
+    """An admin's start of the hand auto_deal dealt, which deals nothing: resting timers wake
+    as at a deal, and the event records it (the table's state is the fold of its events), so
+    the seat to act has its whole turn_seconds from now, not from the deal long before."""
+    return [ev.TimersWoken()] if timers_idle(t) else []
 
 
 def seat_on_the_clock(t: tb.Table) -> int | None:

@@ -109,6 +109,7 @@ function tableSentence(e, t) {
       return `Hand ${n} settled. ${points ? 'Scores' : 'Chips'}: ${each}${points ? '' : `; the pool holds ${chips(d.pool)}`}.`;
     }
     case 'turn_timed_out': return `Time ran out for ${who(t, d.seat)} (${d.seconds} s a turn): the table moved for them.`;
+    case 'timers_woken': return `Hand ${n}: the turn timers run again.`;
     case 'hand_voided': return `Hand ${d.number} was voided: ${d.reason}. Its chips and points were given back.`;
     case 'game_won': return d.seat === null || d.seat === undefined ? 'The game ended in a tie.' : `${who(t, d.seat)} won the game.`;
     case 'table_closed': return `The table was closed${d.reason === 'max_hands' ? ' (its last hand was played)' : ''}${d.leftover ? `; ${chips(d.leftover)} were left in the pool` : ''}.`;
