@@ -33,6 +33,9 @@ _ENDED = {JobStatus.FINISHED, JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CAN
 # worker died at once, without waiting for a scheduler (the dead worker may have held the
 # scheduler's lock).
 RETRY_MAX, RETRY_INTERVALS = 3, [0, 5, 15]
+# A scheduled job's meta key for its exact Unix time (rq's scheduled registry keeps whole
+# seconds).
+DUE = "due"
 
 
 def resolve(func_path: str) -> Any:
@@ -263,13 +266,16 @@ class RqDispatcher:
         the id is deterministic, so scheduling twice is one job. An unreachable Redis is
         logged: the reconciler schedules it again."""
         jid = rq_job_id(job_id)
+        # Its exact time in meta: the worker holding rq's scheduler lock enqueues it then
+        # (workers/worker.py, Maintenance.time_upcoming); rq's own pass is the fallback.
         common = {"job_id": jid, "retry": _retry(), "description": f"{func_path}{args!r}",
-                  "meta": _meta(), "unique": True}
+                  "meta": {**(_meta() or {}), DUE: at}, "unique": True}
         if at <= time.time():  # already due (a timer recovered late): no scheduler needed
             def enqueue() -> Any:
                 return self.queue.enqueue(func_path, *args, **common)
         else:
-            # rq keeps whole seconds (it would truncate): round up, never early.
+            # rq keeps whole seconds (it would truncate): round up, so that rq's own pass
+            # never enqueues it early.
             when = datetime.fromtimestamp(math.ceil(at), UTC)
 
             def enqueue() -> Any:

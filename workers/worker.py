@@ -13,7 +13,8 @@ every worker process runs beside it, each step on RQ's own machinery.
   IntermediateQueue cleanup, after STUCK_DEQUEUED seconds rather than rq's minute); rq's
   scheduler (`RQScheduler`, run in this thread rather than a forked child: no child to
   leave a zombie), its queue lock kept SCHEDULER_LOCK_SECONDS ahead rather than rq's 61 s,
-  so that another worker takes over within seconds of a holder's death; a scheduled job
+  so that another worker takes over within seconds of a holder's death, and the jobs due
+  within UPCOMING_SECONDS enqueued at their exact time (`time_upcoming`); a scheduled job
   overdue by OVERDUE_SCHEDULED seconds (its scheduler
   died holding the lock, which outlives it for a minute) requeued through rq's registry;
   and the reconciler, which derives what is owed from the event store (the outbox): every
@@ -42,6 +43,8 @@ from rq.scripts import acquire_or_refresh_lock
 from rq.utils import current_timestamp, now, utcformat
 from rq.worker import WorkerStatus
 
+from workers.queue import DUE, Timers
+
 log = logging.getLogger(__name__)
 
 HEARTBEAT_SECONDS = 3  # a running job's execution is extended this often
@@ -60,6 +63,13 @@ MAINTENANCE_LOCK_SECONDS = 10
 # lock passes on and rq's heartbeat makes the stalled one drop it (a job enqueued by both
 # meanwhile runs twice: every job here is idempotent).
 SCHEDULER_LOCK_SECONDS = 3
+# rq's scheduled registry keeps whole seconds (RqDispatcher rounds a time up, never early)
+# and its pass runs once a MAINTENANCE_SECONDS: a turn timer ran 1-2 s after its time
+# (measured: 1.02 s for a timer after a timer, up to 1.86 s). The scheduler's holder also
+# looks this far ahead each pass, and enqueues every job whose meta gives its exact time
+# (workers.queue.DUE) then, on a timer thread. A job is scheduled at least 2 s ahead (a turn
+# timer 5 s and more; an early one again 2 s), so a pass at most a second apart sees it.
+UPCOMING_SECONDS = 3
 
 
 class LooWorker(SimpleWorker):
@@ -254,6 +264,7 @@ class Maintenance:
                                      serializer=queue.serializer,
                                      interval=int(MAINTENANCE_SECONDS),
                                      logging_level=logging_level)
+        self.upcoming: Timers | None = None  # started with the first look ahead
         self.redis_up = True  # bootstrap has just pinged it
         self.run_id: str | None = None  # Redis's: a new one means it restarted
         self._lost = threading.Event()
@@ -272,6 +283,8 @@ class Maintenance:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
+        if self.upcoming is not None:
+            self.upcoming.stop()
         self._step("scheduler stop", self.scheduler.stop)  # releases its lock
 
     def _loop(self) -> None:
@@ -380,3 +393,31 @@ class Maintenance:
             acquire_or_refresh_lock(s.connection, s.get_locking_key(name), s.name,
                                     SCHEDULER_LOCK_SECONDS)
         s.enqueue_scheduled_jobs()
+        self.time_upcoming()
+
+    def time_upcoming(self) -> None:
+        """The scheduled jobs due within UPCOMING_SECONDS whose meta gives their exact time,
+        each enqueued at that time on the `upcoming` timer thread (rq enqueues them only once
+        their whole second has come, at its next pass). Whoever takes a job off rq's
+        registry enqueues it: this thread, rq's own pass, or another worker's (a worker that
+        lost the lock may still hold timers: the one that comes second finds it gone)."""
+        registry = self.queue.scheduled_job_registry
+        ids = registry.get_jobs_to_schedule(current_timestamp() + UPCOMING_SECONDS)
+        if not ids:
+            return
+        if self.upcoming is None:
+            self.upcoming = Timers(self._enqueue_due)
+        for job in Job.fetch_many(ids, connection=self.queue.connection,
+                                  serializer=self.queue.serializer):
+            due = job.meta.get(DUE) if job is not None else None
+            if isinstance(due, int | float):
+                self.upcoming.add(float(due), job.id, "", ())
+
+    def _enqueue_due(self, _func_path: str, _args: Any, job_id: str) -> None:
+        """A job's exact time has come: rq's registry enqueues it (unless already done)."""
+        try:
+            self.queue.scheduled_job_registry.requeue(job_id)
+        except (InvalidJobOperation, NoSuchJobError):
+            return  # enqueued by rq's pass or another worker meanwhile, or deleted
+        except redis.RedisError as err:  # rq's pass enqueues it once Redis answers
+            log.warning("job %s: not enqueued at its time (%s)", job_id, err)

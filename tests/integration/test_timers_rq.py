@@ -4,6 +4,7 @@ Redis and PostgreSQL. Each test waits on a condition with a deadline."""
 from __future__ import annotations
 
 import time
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -60,6 +61,30 @@ def test_rq_a_move_just_before_the_deadline_wins_then_the_next_seat_times_out(
         assert decided[seat] == "play" and decided[(seat + 1) % 4] == "drop"
     finally:
         kill9(worker)
+
+
+def test_rq_turn_timers_act_at_their_time_not_at_rq_s_next_whole_second(
+        db_url: str, store: EventStore, queue: Any, redis_url: str) -> None:
+    # API.md: the seat lets n seconds pass, then the service acts. rq's scheduled registry
+    # keeps whole seconds (rounded up, never early) and its pass ran once a second: a timer
+    # acted 1-2 s late, one after another's always about 1 s late. The worker holding the
+    # scheduler's lock enqueues each at its exact time (workers/worker.py, time_upcoming).
+    ledger = Ledger(store, RqDispatcher(queue), seeds=seeded(8))
+    worker = worker_process(db_url, redis_url, queue.name, "--reconcile-every", "0")
+    try:
+        table_id, _, _p = ledger.create_table(_people())
+        wait_until(lambda: len(_timed_out(store, table_id)) >= 2, timeout=30,
+                   what="two turns timed out, one after the other")
+        stored = store.load(table_id)
+        late = [_unix(s.recorded_at) - (_unix(stored[s.version - 2].recorded_at) + 5)
+                for s in _timed_out(store, table_id)[:2]]
+        assert all(0 <= x < 0.5 for x in late), f"timers ran {late} s after their time"
+    finally:
+        kill9(worker)
+
+
+def _unix(recorded_at: str) -> float:
+    return datetime.fromisoformat(recorded_at).timestamp()
 
 
 def test_rq_a_timer_pending_when_its_worker_is_killed_fires_after_a_restart(
