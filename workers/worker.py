@@ -12,7 +12,7 @@ every worker process runs beside it, each step on RQ's own machinery.
   worker`): that cleanup; a job a dead worker had dequeued but not started (rq's
   IntermediateQueue cleanup, after STUCK_DEQUEUED seconds rather than rq's minute); rq's
   scheduler (`RQScheduler`, run in this thread rather than a forked child: no child to
-  leave a zombie), its queue lock kept SCHEDULER_LOCK_SECONDS ahead rather than rq's 61 s,
+  leave a zombie), its queue lock never more than SCHEDULER_LOCK_SECONDS ahead (rq's 61 s),
   so that another worker takes over within seconds of a holder's death, and the jobs due
   within UPCOMING_SECONDS enqueued at their exact time (`time_upcoming`); a scheduled job
   overdue by OVERDUE_SCHEDULED seconds (its scheduler
@@ -39,7 +39,7 @@ from rq.executions import Execution
 from rq.intermediate_queue import IntermediateQueue
 from rq.job import Job, JobStatus
 from rq.scheduler import RQScheduler
-from rq.scripts import acquire_or_refresh_lock
+from rq.scripts import acquire_or_refresh_lock, release_lock
 from rq.utils import current_timestamp, now, utcformat
 from rq.worker import WorkerStatus
 
@@ -60,8 +60,10 @@ MAINTENANCE_LOCK_SECONDS = 10
 # rq's scheduler lock lives interval + 60 s, renewed each pass: a worker SIGKILLed holding
 # it stalled every scheduled job (turn timers, webhook retries) for a minute. We renew it
 # every MAINTENANCE_SECONDS, so a few seconds suffice; should a holder stall longer, the
-# lock passes on and rq's heartbeat makes the stalled one drop it (a job enqueued by both
-# meanwhile runs twice: every job here is idempotent).
+# lock passes on and the stalled one finds it taken and stops (a job enqueued by both
+# meanwhile runs twice: every job here is idempotent). It is taken and renewed only with
+# this time to live (rq's script, `run_scheduler`): rq's acquire_locks and heartbeat give it
+# 61 s each time, and a holder killed before the next round trip cut it back left it so.
 SCHEDULER_LOCK_SECONDS = 3
 # rq's scheduled registry keeps whole seconds (RqDispatcher rounds a time up, never early)
 # and its pass runs once a MAINTENANCE_SECONDS: a turn timer ran 1-2 s after its time
@@ -265,6 +267,7 @@ class Maintenance:
                                      interval=int(MAINTENANCE_SECONDS),
                                      logging_level=logging_level)
         self.upcoming: Timers | None = None  # started with the first look ahead
+        self.scheduling = False  # this worker holds the scheduler lock
         self.redis_up = True  # bootstrap has just pinged it
         self.run_id: str | None = None  # Redis's: a new one means it restarted
         self._lost = threading.Event()
@@ -285,7 +288,7 @@ class Maintenance:
             self._thread.join(timeout=10)
         if self.upcoming is not None:
             self.upcoming.stop()
-        self._step("scheduler stop", self.scheduler.stop)  # releases its lock
+        self._step("scheduler stop", self.stop_scheduler)  # releases its lock
 
     def _loop(self) -> None:
         while not self._stop.wait(MAINTENANCE_SECONDS):
@@ -382,18 +385,33 @@ class Maintenance:
 
     def run_scheduler(self) -> None:
         """rq's scheduler, in this thread: the worker holding the queue's lock enqueues the
-        scheduled jobs (retries, turn timers) that are due."""
+        scheduled jobs (retries, turn timers) that are due. The lock is taken or renewed by
+        rq's own script, for SCHEDULER_LOCK_SECONDS (see there), and the registry is then
+        rq's scheduler's; its metadata (who holds the lock, since when, last seen) as rq
+        keeps it."""
         s = self.scheduler
-        if not s.acquired_locks:
-            if not s.acquire_locks():
-                return
+        lock = s.get_locking_key(self.queue.name)
+        if acquire_or_refresh_lock(s.connection, lock, s.name,
+                                   SCHEDULER_LOCK_SECONDS) == "taken":
+            self.scheduling = False  # another worker's (or ours expired and was taken)
+            return
+        if not self.scheduling:
+            s.prepare_registries([self.queue.name])
             s.register_birth()
-        s.heartbeat()  # keeps the lock; drops it if another scheduler took it over
-        for name in s.acquired_locks:  # rq has just set it to live 61 s: much shorter
-            acquire_or_refresh_lock(s.connection, s.get_locking_key(name), s.name,
-                                    SCHEDULER_LOCK_SECONDS)
+            self.scheduling = True
+        else:
+            s.last_heartbeat = now()
+            s.save()
         s.enqueue_scheduled_jobs()
         self.time_upcoming()
+
+    def stop_scheduler(self) -> None:
+        """Let the scheduler lock go (if still ours), so that another worker takes it at its
+        next pass, and rq's metadata with it."""
+        s = self.scheduler
+        self.scheduling = False
+        release_lock(s.connection, s.get_locking_key(self.queue.name), s.name)  # if ours
+        s.stop()
 
     def time_upcoming(self) -> None:
         """The scheduled jobs due within UPCOMING_SECONDS whose meta gives their exact time,

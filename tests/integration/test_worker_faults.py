@@ -11,9 +11,11 @@ from datetime import datetime
 from typing import Any
 
 import pytest
-from rq import SimpleWorker
+import redis
+from rq import Queue, SimpleWorker
 from rq.job import JobStatus
 from rq.scheduler import RQScheduler
+from rq.serializers import JSONSerializer
 
 from ledger.app import handlers
 from ledger.app.service import Ledger
@@ -181,6 +183,46 @@ def test_a_scheduled_job_runs_on_time_when_the_worker_holding_the_scheduler_lock
             assert late < 3.0, f"the timer ran {late:.1f} s after its time"
     finally:
         queue.connection.close()
+
+
+def test_the_scheduler_lock_lives_no_longer_than_its_renewal_at_any_instant(
+        own_redis: RedisServer) -> None:
+    """A holder may die at any instant, so the scheduler lock must never live more than
+    SCHEDULER_LOCK_SECONDS ahead (the test above: the other worker takes over within
+    seconds). rq's acquire_locks and heartbeat give it interval + 60 s (61) on every pass,
+    which the pass then cut to 3 s one round trip later: a holder killed in between, as the
+    test above sometimes found it (the moment it had taken the lock, its first pass), left
+    the lock for a minute, and scheduled jobs waited for the overdue requeue (10 s). The
+    lock's time to live is read after every Redis reply of a holder's passes and its stop."""
+    from workers import worker as loo_worker
+
+    name = f"loo-lock-{uuid.uuid4().hex[:8]}"
+    key = RQScheduler.get_locking_key(name)
+    probe = redis.Redis.from_url(own_redis.url)
+    ttls: list[int] = []
+
+    class Watched(redis.Connection):
+        def read_response(self, *args: Any, **kwargs: Any) -> Any:
+            response = super().read_response(*args, **kwargs)
+            ttls.append(probe.ttl(key))
+            return response
+
+    conn = redis.Redis(connection_pool=redis.ConnectionPool.from_url(
+        own_redis.url, connection_class=Watched))
+    queue = Queue(name, connection=conn, serializer=JSONSerializer)
+    maintenance = loo_worker.Maintenance(
+        loo_worker.LooWorker([queue], connection=conn, serializer=JSONSerializer), queue,
+        reconcile=lambda: None, reconcile_every=0)
+    try:
+        for _ in range(3):  # the lock taken, then renewed
+            maintenance.run_scheduler()
+            assert probe.get(key) == maintenance.scheduler.name.encode()
+    finally:
+        maintenance.stop()
+    assert probe.get(key) is None  # let go at the stop
+    assert ttls and max(ttls) <= loo_worker.SCHEDULER_LOCK_SECONDS, sorted(set(ttls))
+    probe.close()
+    conn.close()
 
 
 def _timed_out(store: EventStore, table_id: str) -> list[Any]:
