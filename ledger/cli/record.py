@@ -71,6 +71,7 @@ def render_hand(stored: Sequence[StoredEvent], number: int,
     tricks: list[str] = []
     current: list[dict[str, Any]] = []
     result: list[str] = []
+    timed_out: list[str] = []  # turn timers (API.md "turn timers"): told under the result
     stakes: list[str] = []
     commitment: str | None = None
     pool = 0  # the pool before this hand's stakes, then at its start (P, §8.2)
@@ -127,6 +128,11 @@ def render_hand(stored: Sequence[StoredEvent], number: int,
             decided.setdefault(e.seat, []).append(f"takes the turn-up {NAMES[e.tile]}")
         elif isinstance(e, ev.TilesDiscarded):
             decided.setdefault(e.seat, []).append(f"discards {_tiles(e.tiles)}")
+        elif isinstance(e, ev.TurnTimedOut):  # the service's action for the seat follows
+            timed_out.append(f"  {names[e.seat]}'s turn timer ran out ({e.seconds} s): "
+                             "the service acted for them")
+        elif isinstance(e, ev.TimersWoken):
+            timed_out.append("  the timers, resting, were woken when the admin started the hand")
         elif isinstance(e, ev.TilePlayed):
             current.append({"seat": e.seat, "tile": NAMES[e.tile], "suit": e.suit})
         elif isinstance(e, ev.TrickWon):
@@ -210,6 +216,8 @@ def render_hand(stored: Sequence[StoredEvent], number: int,
         out += ["tricks:", *tricks]
     if "result" in parts and result:
         out += ["result:", *result]
+    if "result" in parts and timed_out:
+        out += ["timers:", *timed_out]
     return out
 
 
@@ -227,7 +235,7 @@ _TOLD = frozenset({
     "tiles_dealt", "trump_turned", "seed_revealed", "player_decided", "miss_drawn",
     "turn_up_taken", "tiles_discarded", "tile_played", "trick_won", "hand_won_without_play",
     "hand_completed", "tricks_paid", "penalty_assessed", "points_scored", "game_won",
-    "hand_voided"})
+    "hand_voided", "turn_timed_out", "timers_woken"})
 
 
 @click.command("replay", short_help="Print a hand: deal, decisions, tricks, result.")

@@ -483,3 +483,35 @@ def test_replay_of_a_voided_hand_says_so_and_the_next_hand_starts_from_the_pool_
     assert "hand 2 (complete) ·" in again.output.splitlines()[0]
     assert "· pool at the start 20" in again.output, again.output  # 3 antes + the dealer's
     assert "VOIDED" not in again.output
+
+
+def test_replay_tells_whose_turn_timer_ran_out(env):
+    """API.md turn timers: when a seat's timer runs out the service acts for it
+    (`turn_timed_out`, then the action's own events). `loo replay` passed over the event and
+    told the service's drop or play as the player's own."""
+    from ledger.app import handlers
+    from ledger.bootstrap import Settings, bootstrap
+    from ledger.core import commands as c
+
+    container = bootstrap(Settings.from_env(env))
+    led = container.ledger
+    table_id, _t, _p = led.create_table(c.CreateTable(
+        variant="loo", scoring="pool", seats=tuple((n, None) for n in ("Ann", "Bob", "Cat")),
+        first_dealer=0, deal="shuffled", options={"turn_seconds": 30}))
+    timed: list[int] = []
+    while True:
+        p = led.load(table_id)
+        if p.table.hand is None or p.table.hand.number != 1 or p.table.hand.phase == "complete":
+            break
+        owed = handlers.timer_owed(p)
+        assert owed is not None, p.table.hand
+        timed.append(owed[0])
+        led.execute(table_id, c.TimeOut(owed[0]), expected_version=p.version)
+    container.close()
+    out = CliRunner().invoke(main, ["replay", table_id, "1"], env=env)
+    assert out.exit_code == 0, out.output
+    lines = out.output.splitlines()
+    told = lines[lines.index("timers:") + 1:]
+    names = ("Ann", "Bob", "Cat")
+    assert told == [f"  {names[s]}'s turn timer ran out (30 s): the service acted for them"
+                    for s in timed], out.output
