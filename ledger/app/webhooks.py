@@ -329,6 +329,11 @@ class Sender:
             return self._failed("timeout", took())
         except urllib3.exceptions.HTTPError:
             return self._failed("error", took())
+        except Exception:  # noqa: BLE001 - anything else is this attempt's failure too
+            # Not the run's: an exception out of here ended the run with no attempt logged
+            # and nothing retried (a host name urllib3 could not encode did, d9a951b).
+            log.exception("webhook POST to %s failed", self.url)
+            return self._failed("error", took())
 
     def _failed(self, status: str, ms: int) -> Sent:
         self.close()

@@ -864,3 +864,30 @@ def _host_recorder(hosts: list[str | None]) -> Any:
             pass
 
     return Handler
+
+
+def test_webhooks_an_unexpected_failure_of_a_post_is_an_error_attempt_retried(
+        club: Club, receiver: Receiver, private_ok: None,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A POST that fails in a way the HTTP client does not name (any exception, not one of
+    urllib3's) is logged as an `error` attempt and retried like any failure; it ended the
+    run before, with nothing logged and the event owed until another run came."""
+    import urllib3
+
+    real = urllib3.HTTPConnectionPool.urlopen
+    failures = iter([True])
+
+    def urlopen(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if next(failures, False):
+            raise RuntimeError("something no one expected")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(urllib3.HTTPConnectionPool, "urlopen", urlopen)
+    owner = Owner(club)
+    made = owner.hook(receiver.url, ["member_joined"])
+    r = owner.c.post(f"/v1/clubs/{owner.id}/members", json={"name": "Eve"}, headers=owner.h())
+    assert r.status_code == 201, r.get_json()
+    log = _log_of(owner, made["id"], 2)
+    assert [(x["event"], x["status"], x["attempt"]) for x in log] == [
+        ("member_joined", "error", 1), ("member_joined", 204, 2)]
+    assert len(receiver.docs()) == 1
