@@ -195,9 +195,12 @@ _STREAMS_FAR_BEFORE = (_MARK + f" SELECT table_id, {_COLS} FROM events"
 # first_events: the first events of the streams begun in a span (a partial index).
 _FIRST_EVENTS = (f"SELECT table_id, {_COLS} FROM events WHERE version = 1"
                  " AND position > %s AND position <= %s ORDER BY position")
-# The last position below the mark (one index probe backwards).
-_LAST_POSITION = (_MARK + " SELECT coalesce(max(position), 0) FROM events"
-                  " WHERE position < ((SELECT m FROM mark) << 20)")
+# The last position below the mark: one index probe backwards. (Not max(position): the
+# planner turns min/max into that probe only in a query without a WITH, and read the whole
+# index instead, 22-35 ms at 200,000 events.)
+_LAST_POSITION = (_MARK + " SELECT coalesce((SELECT position FROM events"
+                  " WHERE position < ((SELECT m FROM mark) << 20)"
+                  " ORDER BY position DESC LIMIT 1), 0)")
 # A loose index scan: one index probe per table instead of reading every event.
 _TABLE_IDS = """
 WITH RECURSIVE t(id) AS (
