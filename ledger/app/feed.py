@@ -17,7 +17,9 @@ Order and exactly-once: the hub follows `read_all`, which never skips an event c
 behind a later position (the store's high-water mark), and a stream's cursor is the last
 position it has passed, so a client resuming after the last `id:` it saw gets every later
 event once, in position order. A table's own events are read by position as well (a
-table's positions follow its versions).
+table's positions follow its versions), and a club's catch-up reads only the club's streams
+(its own and its tables', `read_streams`), up to the head it read first (below PostgreSQL's
+high-water mark), never the whole log between its position and the head.
 """
 
 from __future__ import annotations
@@ -366,8 +368,26 @@ class ClubSource:
         self.scope = ("club", club_id)
 
     def catch_up(self, after: int) -> tuple[list[StoredEvent], bool]:
-        found = self.ledger.store.read_all(after_position=after, limit=PAGE)
-        return found, len(found) == PAGE
+        """The club's next events after `after`, read from its own streams (read_streams:
+        the club's stream and its tables'), not from every event of the store: a stream far
+        behind on a busy service read the whole log since its position. Up to the head as it
+        was before the read (last_position: on PostgreSQL below the high-water mark, so no
+        open append can still put an event behind it), and with the streams of this club's
+        tables begun in that span (first_events), as `selects` adds them when live: when
+        more=False, every event of the feed at or below the head is in the answer (`follow`
+        then passes the hub's floor, which is at or below it)."""
+        store = self.ledger.store
+        head = store.last_position()
+        while True:
+            found = store.read_streams(self.streams, after_position=after, limit=PAGE)
+            # What the read covers: every event of these streams in (after, end].
+            end = min(found[-1].position if len(found) == PAGE else head, head)
+            begun = {s.table_id for s in store.first_events(after, end)
+                     if s.type == "table_created" and s.table_id not in self.streams
+                     and _club_of(s) == self.club_id} if end > after else set()
+            if not begun:
+                return [s for s in found if s.position <= end], end < head
+            self.streams |= begun  # read again with them (their events lie among these)
 
     def selects(self, s: StoredEvent) -> bool:
         if s.table_id in self.streams:

@@ -133,6 +133,48 @@ def test_postgres_read_all_waits_for_appends_in_progress_only(
         assert not store.held_back(later[0].position)
 
 
+@pytest.mark.parametrize("window", [None, 1])
+def test_postgres_a_club_catch_up_passes_no_event_an_open_append_could_still_overtake(
+        postgres_backend: Backend, pg_url: str, window: int | None,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """API.md Feeds, exactly once: a club stream's catch-up reads the club's own streams
+    (read_streams), not read_all, and still stops below the high-water mark. An append of
+    one of the club's tables is open with a lower position than the club's event committed
+    after it: the catch-up gives the club's first event only, and once that append commits,
+    its event and then the later one, none skipped (also when the store reads the streams
+    by their own key, past its window)."""
+    from types import SimpleNamespace
+    from typing import cast
+
+    from ledger.app.feed import ClubSource
+    from ledger.app.service import Ledger
+    from ledger.store.hashing import GENESIS, seal
+    from ledger.store.postgres import _APPEND, _payload
+
+    if window is not None:
+        monkeypatch.setattr("ledger.store.postgres.STREAMS_WINDOW", window)
+    assert postgres_backend.spec is not None
+    store = postgres_backend.store
+    club, table = f"club-{uuid.uuid4().hex}", f"table-{uuid.uuid4().hex}"
+    source = ClubSource(cast(Ledger, SimpleNamespace(store=store)), club, {table})
+    first = store.append(club, _event(0), 0)
+    store.append(f"other-{uuid.uuid4().hex}", _event(9), 0)
+    with _appending(pg_url, postgres_backend.spec[2] or "") as appender:
+        later = store.append(club, _event(1), 1)  # committed, behind the open append
+        got, more = source.catch_up(0)
+        assert (got, more) == (first, False)
+        # The open append lands, below `later`, then commits.
+        sealed = seal(table, 0, GENESIS, _event(2))
+        appender.execute(_APPEND, (table, 0, GENESIS, _payload(sealed), None, ""))
+        got, more = source.catch_up(first[0].position)
+        assert (got, more) == ([], False)
+        appender.commit()
+    landed = store.load(table)
+    assert first[0].position < landed[0].position < later[0].position
+    got, more = source.catch_up(first[0].position)
+    assert (got, more) == (landed + later, False)
+
+
 @pytest.mark.parametrize("kind", ["sqlite", "memory"])
 def test_stores_that_hold_nothing_back_say_so(kind: str, request: pytest.FixtureRequest) -> None:
     from ledger.store.memory import MemoryStore
