@@ -185,6 +185,15 @@ class ActionIn(WriteIn):
 class EventsQuery(Schema):
     after = QueryInteger(load_default=0, validate=validate.Range(min=0))
     limit = QueryInteger(load_default=100, validate=validate.Range(min=1, max=1000))
+    latest = QueryInteger(validate=validate.Range(min=1, max=1000), metadata={
+        "description": "the table's n most recent events (oldest of them first); `next` "
+                       "follows on from them, `earlier` reads back. Without ?after=, ?before= "
+                       "or ?limit= (it is the page's size); JSON only (read it, then stream "
+                       "from its last event's position)"})
+    before = QueryInteger(validate=validate.Range(min=1), metadata={
+        "description": "the table's last ?limit= events before this version (oldest of them "
+                       "first): a page's `earlier`, to read back. Not with ?after=; JSON only "
+                       "(a stream goes forward)"})
 
 
 class ReplayQuery(Schema):

@@ -146,7 +146,16 @@ class ActionOut(Open):
 
 class EventsOut(Open):
     events = fields.List(fields.Nested(EventOut), required=True)
-    next = fields.Integer(required=True)
+    next = fields.Integer(required=True, metadata={
+        "description": "the version to ask ?after= next: the page's last event's, and "
+                       "?after= itself when there is nothing after it. With ?latest= or "
+                       "?before=, the version the page reads up to (the table's last as read, "
+                       "or before - 1): ?after= it follows on from the page's events, missing "
+                       "none"})
+    earlier = fields.Integer(allow_none=True, metadata={
+        "description": "with ?latest= or ?before= only: the version to ask ?before= for the "
+                       "table's events before this page's (that of its first event); null "
+                       "when the page begins with the table's first event"})
 
 
 class HandRecordOut(Open):

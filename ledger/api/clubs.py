@@ -737,11 +737,7 @@ class ClubFeedResource(MethodView):
         if feeds.wants_sse():
             from ledger.app.feed import ClubSource
 
-            back = [name for name in ("latest", "before") if name in f]
-            if back:
-                raise Invalid("invalid_filter", f"{back[0]} reads back a page of JSON, and a "
-                              "stream goes forward: read the page, then stream with "
-                              "?after=<its next>", field=back[0])
+            feeds.forward_only(f)
             led = ledger()
             source = ClubSource(led, club_id, tables)
             token, the_clubs = bearer() or "", clubs()
@@ -772,20 +768,10 @@ def _latest(raw: str) -> int:
 
 def _one_way(f: dict[str, Any]) -> None:
     """?after= reads forward, ?before= back, ?latest= back from the head: one at a time."""
-    if "latest" in f:
-        also = [name for name in ("after", "before", "limit") if name in request.args]
-        if also:
-            raise Invalid("invalid_filter", f"latest takes no {' or '.join(also)}: it is the "
-                          "page's size and reads back from the head (follow on with "
-                          "?after=<next>, read back with ?before=<earlier>)", field=also[0])
-    if "before" in f:
-        if "after" in f:
-            raise Invalid("invalid_filter", "after and before cannot both be given: ?after= "
-                          "reads forward from a position, ?before= back from one",
-                          field="before")
-        if f["before"] == 0:
-            raise Invalid("invalid_filter", "before must be a position from 1: no event lies "
-                          "before position 0", field="before")
+    feeds.one_way(request.args)
+    if f.get("before") == 0:
+        raise Invalid("invalid_filter", "before must be a position from 1: no event lies "
+                      "before position 0", field="before")
 
 
 def _position(raw: str) -> int:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
 from flask import Response, current_app, request
@@ -114,6 +114,31 @@ def start_position(after: int | None) -> int:
                              f"Last-Event-ID must be a position (a whole number >= 0), as in "
                              f"the `id:` lines of this stream; got {raw[:40]!r}")
     return int(raw)
+
+
+def one_way(sent: Collection[str], unit: str = "position") -> None:
+    """?after= reads forward, ?before= back, ?latest= back from the head: one at a time, on
+    a club's events and a table's alike (`sent`: the query's parameters; `unit`: what
+    after and before count, a position or a table's version). 422 invalid_filter."""
+    if "latest" in sent:
+        also = [name for name in ("after", "before", "limit") if name in sent]
+        if also:
+            raise Invalid("invalid_filter", f"latest takes no {' or '.join(also)}: it is the "
+                          "page's size and reads back from the head (follow on with "
+                          "?after=<next>, read back with ?before=<earlier>)", field=also[0])
+    if "before" in sent and "after" in sent:
+        raise Invalid("invalid_filter", f"after and before cannot both be given: ?after= "
+                      f"reads forward from a {unit}, ?before= back from one", field="before")
+
+
+def forward_only(sent: Collection[str], then: str = "?after=<its next>") -> None:
+    """A stream goes forward: ?latest= and ?before= read back a page of JSON (422); `then`
+    says where to stream from after the page."""
+    back = [name for name in ("latest", "before") if name in sent]
+    if back:
+        raise Invalid("invalid_filter", f"{back[0]} reads back a page of JSON, and a "
+                      f"stream goes forward: read the page, then stream with {then}",
+                      field=back[0])
 
 
 class _Slots:

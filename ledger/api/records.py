@@ -101,11 +101,22 @@ class Events(MethodView):
     def get(self, query: dict[str, Any], table_id: str) -> Any:
         """The table's events after version `after`, hidden tiles removed for seats. With
         Accept: text/event-stream: Server-Sent Events from position `after` (or the
-        Last-Event-ID header), following the table live (see /docs/http, Feeds)."""
+        Last-Event-ID header), following the table live (see /docs/http, Feeds).
+
+        ?latest=n reads from the other end: the table's n most recent events, in the same
+        order (oldest first) and redacted the same way, with `next` the version read up to
+        (the table's last: ?after= it follows on) and `earlier` the version to ask ?before=
+        for the events before them (null: they begin with the table's first).
+        ?before=<version>&limit=n is the page before, answered the same way."""
+        feeds.one_way(request.args, unit="version")
         led = ledger()
         p = led.load(table_id)
         viewer = viewer_for(p)
         if feeds.wants_sse():
+            # The stream counts positions, the page versions: it follows on from the
+            # position of the page's last event.
+            feeds.forward_only(query, then="?after=<the position of its last event> (or "
+                               "Last-Event-ID)")
             source = TableSource(led, table_id, viewer)
             token = request.headers.get("Authorization", "").partition(" ")[2].strip()
             if not _own_token(p.table.tokens or {}, token):
@@ -118,6 +129,14 @@ class Events(MethodView):
                     led, the_clubs, table_id, token, viewer)
             return feeds.stream(led, source, feeds.start_position(query["after"]),
                                 feeds.sent_limit(query["limit"]))
+        if "latest" in query or "before" in query:
+            # Up to the last version of the state `p`, as forward pages read.
+            up_to = min(query.get("before", p.version + 1) - 1, p.version)
+            first = max(0, up_to - query.get("latest", query["limit"]))
+            stored = led.events(table_id, after_version=first, up_to_version=up_to) \
+                if up_to > 0 else []
+            return {"events": table_events(led, table_id, stored, viewer, live=live_hand(p)),
+                    "next": up_to, "earlier": first + 1 if first > 0 else None}
         after, limit = query["after"], query["limit"]
         # Only events of the state `p` (redaction follows it, and a hand dealt since must not
         # pass as one already complete); `after` past the end reads nothing (and an integer
