@@ -1,6 +1,8 @@
 """`loo tail TABLE | --club ID`: follow a feed's Server-Sent Events over HTTP, one line per
 event, reconnecting with Last-Event-ID whenever the stream ends or breaks (so no event is
-shown twice or skipped). Also the small SSE client the tests and `loo bench feed` use."""
+shown twice or skipped); a club's (or with --latest N, any feed's) last events first, read as
+a JSON page (?latest=), the stream going on from where it read up to. Also the small SSE
+client the tests and `loo bench feed` use."""
 
 from __future__ import annotations
 
@@ -55,6 +57,43 @@ def open_stream(url: str, token: str | None, last_id: str | None = None,
         conn.close()
         raise StreamRefused(resp.status, body, resp.getheader("Retry-After"))
     return conn, resp
+
+
+def read_page(url: str, token: str | None, timeout: float = 30.0) -> Any:
+    """GET `url` as JSON (a feed's page); StreamRefused unless it answers 200."""
+    parts = urlsplit(url)
+    cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    conn = cls(parts.hostname or "127.0.0.1", parts.port, timeout=timeout)
+    headers = {"Accept": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    try:
+        conn.request("GET", parts.path + (f"?{parts.query}" if parts.query else ""),
+                     headers=headers)
+        resp = conn.getresponse()
+        kind = (resp.getheader("Content-Type") or "").split(";")[0].strip().lower()
+        # Anything but JSON is not the service's page (a stream would never end: unread).
+        body = resp.read() if kind.endswith("json") else b""
+    finally:
+        conn.close()
+    if resp.status != 200:
+        raise StreamRefused(resp.status, body, resp.getheader("Retry-After"))
+    try:
+        page = json.loads(body)
+    except ValueError:
+        page = None
+    if not (isinstance(page, dict) and isinstance(page.get("next"), int)
+            and isinstance(page.get("events"), list)
+            and all(isinstance(e, dict) and isinstance(e.get("position"), int)
+                    and isinstance(e.get("type"), str) for e in page["events"])):
+        # Not a feed's page: not the service's answer (_refusal says so).
+        raise StreamRefused(resp.status, body, None)
+    return page
+
+
+def page_frames(events: list[dict[str, Any]]) -> list[Frame]:
+    """A JSON page's events as the stream sends them (id: position, event: type)."""
+    return [Frame(str(e["position"]), e["type"], json.dumps(e)) for e in events]
 
 
 def frames(resp: http.client.HTTPResponse) -> Iterator[Frame]:
@@ -195,6 +234,12 @@ def _refusal(err: StreamRefused, url: str) -> str:
                 "the loo service (e.g. http://127.0.0.1:8000)?")
 
 
+# `loo tail --club` without --after or --latest: the club's last events, then live (a club's
+# feed grows for as long as it plays; its whole history is --after 0).
+CLUB_LATEST = 10
+LATEST_MAX = 500  # a page of the feeds (?latest=)
+
+
 @click.command("tail", short_help="Follow a table's or a club's events live, one a line.")
 @click.argument("table", required=False)
 @click.option("--club", "club_id", default=None, help="follow a club's feed instead")
@@ -202,17 +247,26 @@ def _refusal(err: StreamRefused, url: str) -> str:
               callback=_service_url, help="the service (env LOO_URL)")
 @click.option("--token", envvar="LOO_TOKEN", required=True, callback=_token,
               help="a token of the table or club (env LOO_TOKEN)")
-@click.option("--after", type=click.IntRange(0, 2**63 - 1), default=0, show_default=True,
-              help="start after this position")
+@click.option("--after", type=click.IntRange(0, 2**63 - 1), default=None,
+              help="start after this position (0: the whole history)  [default: a table's "
+              f"first event; a club's last {CLUB_LATEST}, as --latest {CLUB_LATEST}]")
+@click.option("--latest", type=click.IntRange(1, LATEST_MAX), default=None, metavar="N",
+              help=f"first the last N events (1-{LATEST_MAX}), then live; not with --after")
 @click.option("--comments", is_flag=True, help="print keep-alive comments too")
-def tail_cmd(table: str | None, club_id: str | None, url: str, token: str, after: int,
-             comments: bool) -> None:
+def tail_cmd(table: str | None, club_id: str | None, url: str, token: str, after: int | None,
+             latest: int | None, comments: bool) -> None:
     """Follow TABLE's events (or --club ID's) live, one line per event, until interrupted
-    (Ctrl-C: status 130). A stream that ends or breaks is resumed after the last event
-    shown, also after the service was away (restarted); a refusal, or a service that
-    cannot be reached at the start, ends it (status 1)."""
+    (Ctrl-C: status 130). A table is shown from its first event, a club from its last
+    10 (--after 0: from its first); --latest N shows the last N first. A stream that ends
+    or breaks is resumed after the last event shown, also after the service was away
+    (restarted); a refusal, or a service that cannot be reached at the start, ends it
+    (status 1)."""
     if (table is None) == (club_id is None):
         raise click.UsageError("name a TABLE or give --club ID (one of them)")
+    if latest is not None and after is not None:
+        raise click.BadParameter("--latest reads the last events, then follows on from "
+                                 "them; --after starts at a position: give one of them",
+                                 param_hint="'--latest'")
     what, given = ("club", club_id) if club_id is not None else ("table", table)
     assert given is not None
     if not given:
@@ -234,7 +288,24 @@ def tail_cmd(table: str | None, club_id: str | None, url: str, token: str, after
             click.echo(f"loo tail: {url} does not answer ({err}); trying again until it "
                        "does (Ctrl-C to stop)", err=True)
 
-    stream = follow(where, token, str(after), lost=lost)
+    if latest is None and after is None and club_id is not None:
+        latest = CLUB_LATEST
+    if latest is not None:
+        # The page first, then the stream from where it reads up to: a club page's `next`
+        # (a position); a table page's counts versions, so after its last event's position.
+        asked = f"{where}?latest={latest}"
+        try:
+            page = read_page(asked, token)
+        except StreamRefused as err:
+            raise click.ClickException(_refusal(err, asked)) from None
+        except (OSError, http.client.HTTPException) as err:
+            raise click.ClickException(f"cannot follow {where}: {err}") from None
+        shown = page_frames(page["events"])
+        for f in shown:
+            click.echo(line_for(f))
+        sys.stdout.flush()
+        after = page["next"] if what == "club" else int(shown[-1].id or 0) if shown else 0
+    stream = follow(where, token, str(after or 0), lost=lost)
     while True:
         try:
             f = next(stream)

@@ -257,7 +257,7 @@ def test_loo_tail_prints_one_line_per_event_of_a_club(tmp_path: Path) -> None:
         table = new_table(base, club)
         play(base, table, 2)
         expected = json_feed(base, f"/v1/clubs/{club[0]}/events", club[1])
-        proc = subprocess.Popen([loo, "tail", "--club", club[0], "--url", base],
+        proc = subprocess.Popen([loo, "tail", "--club", club[0], "--url", base, "--after", "0"],
                                 env={**__import__("os").environ, "LOO_TOKEN": club[1]},
                                 stdout=subprocess.PIPE, text=True)
         try:
@@ -268,6 +268,81 @@ def test_loo_tail_prints_one_line_per_event_of_a_club(tmp_path: Path) -> None:
         assert [int(x[0]) for x in lines] == [e["position"] for e in expected]
         assert [x[1] for x in lines] == [e["stream"] for e in expected]
         assert [x[3] for x in lines] == [e["type"] for e in expected]
+
+
+class Tail:
+    """`loo tail ARGS` against the service at `base`, its lines read as they come."""
+
+    def __init__(self, base: str, token: str, *args: str) -> None:
+        import queue
+        import subprocess
+        import sys
+
+        loo = str(Path(sys.executable).with_name("loo"))
+        self.proc = subprocess.Popen([loo, "tail", *args, "--url", base],
+                                     env={**__import__("os").environ, "LOO_TOKEN": token},
+                                     stdout=subprocess.PIPE, text=True)
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:  # type: ignore[union-attr]
+            self.lines.put(line)
+
+    def next(self, n: int, within: float = 30.0) -> list[list[str]]:
+        """The next `n` lines, split (position, [stream,] version, type, ...)."""
+        deadline = time.monotonic() + within
+        return [self.lines.get(timeout=max(0.01, deadline - time.monotonic())).split()
+                for _ in range(n)]
+
+    def quiet(self, seconds: float) -> bool:
+        """No line comes within `seconds`."""
+        time.sleep(seconds)
+        return self.lines.empty()
+
+    def close(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
+def test_loo_tail_latest_prints_a_feeds_last_events_then_follows_on(tmp_path: Path) -> None:
+    """`loo tail --club ID` printed the club's whole history before its live events. Now
+    --latest N prints its last N (read as ?latest=N), then follows on from the page's
+    `next`: the next event once, nothing before the N. Without --after or --latest a club
+    shows its last 10 (--after 0: the whole history, as before); a table, whose page counts
+    versions, follows on after its last event's position, and shows its first event on
+    without either, as before."""
+    with serving(cwd=tmp_path, DATABASE_URL=f"sqlite:///{tmp_path}/loo.db",
+                 LOO_SSE_MAX_SECONDS="1", LOO_RATE_LIMITS="off") as base:
+        club = new_club(base)
+        table = new_table(base, club)
+        play(base, table, 4)
+        expected = json_feed(base, f"/v1/clubs/{club[0]}/events", club[1])
+        assert len(expected) > 12
+        tails = [Tail(base, club[1], "--club", club[0], "--latest", "3"),
+                 Tail(base, club[1], "--club", club[0]),
+                 Tail(base, table["admin_token"], table["id"], "--latest", "2"),
+                 Tail(base, table["admin_token"], table["id"])]
+        try:
+            shown = [tails[0].next(3), tails[1].next(10)]
+            for lines, want in zip(shown, (expected[-3:], expected[-10:]), strict=True):
+                assert [(int(x[0]), x[1], x[3]) for x in lines] == [
+                    (e["position"], e["stream"], e["type"]) for e in want]
+            mine = [e for e in expected if e["stream"] == table["id"]]
+            assert [int(x[0]) for x in tails[2].next(2)] == [e["position"] for e in mine[-2:]]
+            assert [int(x[0]) for x in tails[3].next(len(mine))] == [
+                e["position"] for e in mine]
+            assert all(tail.quiet(0.5) for tail in tails)  # nothing more, nothing again
+            play(base, table, 1)
+            more = json_feed(base, f"/v1/clubs/{club[0]}/events", club[1])[len(expected):]
+            assert more
+            for tail in tails:
+                got = tail.next(len(more))
+                assert [int(x[0]) for x in got] == [e["position"] for e in more]
+            assert all(tail.quiet(1.5) for tail in tails)  # across a reconnect too
+        finally:
+            for tail in tails:
+                tail.close()
 
 
 def test_a_stream_ends_when_its_token_is_revoked(tmp_path: Path) -> None:

@@ -148,7 +148,8 @@ def feed() -> Iterator[str]:
     (["tåble☃"], "/v1/tables/t%C3%A5ble%E2%98%83/events"),
     (["a b"], "/v1/tables/a%20b/events"),
     (["../clubs/x"], "/v1/tables/..%2Fclubs%2Fx/events"),
-    (["--club", "club 1"], "/v1/clubs/club%201/events")])
+    # (--after 0: a club is otherwise shown from its last events, read as JSON first.)
+    (["--club", "club 1", "--after", "0"], "/v1/clubs/club%201/events")])
 def test_loo_tail_sends_any_id_as_one_path_segment(feed, args, path) -> None:
     """A table id with a letter beyond ASCII or a space ended in a traceback
     (UnicodeEncodeError, InvalidURL), and "../clubs/x" followed another URL."""
@@ -169,6 +170,43 @@ def test_loo_tail_refuses_a_token_no_header_can_carry(token) -> None:
 def test_loo_tail_refuses_a_position_beyond_any_stream() -> None:
     r = CliRunner().invoke(main, ["tail", "t1", "--token", "x", "--after", str(2**63)])
     assert r.exit_code == 2 and "Invalid value for '--after'" in r.output, r.output
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["--latest", "0"], "0 is not in the range 1<=x<=500"),
+    (["--latest", "501"], "501 is not in the range 1<=x<=500"),
+    (["--latest", "x"], "'x' is not a valid integer"),
+    (["--latest", "-1"], "-1 is not in the range"),
+    (["--latest", "3", "--after", "5"], "--latest reads the last events, then follows on"),
+    (["--after", "5", "--latest", "3"], "--after starts at a position: give one of them")])
+def test_loo_tail_refuses_a_bad_latest_in_one_line(args: list[str], said: str) -> None:
+    for where in (["t1"], ["--club", "c1"]):
+        r = CliRunner().invoke(main, ["tail", *where, "--token", "x", *args,
+                                      "--url", "http://127.0.0.1:1"])
+        assert r.exit_code == 2, r.output
+        errors = [line for line in r.output.splitlines() if line.startswith("Error")]
+        assert len(errors) == 1 and "Invalid value for '--latest'" in errors[0], r.output
+        assert said in errors[0], r.output
+
+
+def test_loo_tail_latest_says_when_the_url_answers_but_not_as_the_service(feed) -> None:
+    """A club is shown from its last events (?latest=10) first: an answer that is not a
+    page of the service's (here an event stream, which is never read) is said in one
+    line, status 1, as a refusal is."""
+    for args in (["--club", "c1"], ["t1", "--latest", "2"]):
+        cmd = [sys.executable, "-c", "from ledger.cli.main import main; main()", "tail", *args,
+               "--url", feed, "--token", "t0k"]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            out, err = proc.communicate(timeout=30)  # (it followed the stream for ever)
+        finally:
+            proc.kill()
+        assert (proc.returncode, out) == (1, b""), err
+        latest = "10" if args[0] == "--club" else "2"
+        path = "clubs/c1" if args[0] == "--club" else "tables/t1"
+        assert err.decode().strip() == (
+            f"Error: HTTP 200 from {feed}/v1/{path}/events?latest={latest}, which is not the "
+            "service's answer: is --url the loo service (e.g. http://127.0.0.1:8000)?")
 
 
 def test_loo_tail_says_when_the_url_answers_but_not_as_the_service(feed) -> None:
