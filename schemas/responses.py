@@ -213,11 +213,41 @@ class ScoreOut(Open):
                            "Corrections)"})
 
 
+class LedgerItemOut(Open):
+    """One entry of a page of a table's ledger: a transfer (pool games) or a score (points
+    games), as in `transfers` or `scores`."""
+
+    hand = fields.Integer(allow_none=True, required=True)
+    version = fields.Integer(required=True)
+    reason = fields.String(required=True)
+    from_ = fields.String(attribute="from", data_key="from",
+                          metadata={"description": "transfer: `seat:N` or `pool`"})
+    to = fields.String(metadata={"description": "transfer: `seat:N` or `pool`"})
+    amount = fields.Integer(metadata={"description": "transfer: chips, at least 1"})
+    seat = fields.Integer(metadata={"description": "score: whose"})
+    delta = fields.Integer(metadata={"description": "score: the points it adds"})
+
+
 class LedgerOut(Open):
+    """API.md Audit's ledger, whole; with ?limit= or ?cursor= a page of it (a list as every
+    list is: `items` and `next`), `transfers` (points games: `scores`) that page too."""
+
     transfers = fields.List(fields.Nested(TransferOut), required=True)
     balances = fields.Dict(keys=fields.String(), values=fields.Integer(), required=True)
     scores = fields.List(fields.Nested(ScoreOut))
     totals = fields.Dict(keys=fields.String(), values=fields.Integer())
+    items = fields.List(fields.Nested(LedgerItemOut), metadata={
+        "description": "only in a page (?limit= or ?cursor=): its transfers (points games: "
+                       "scores), the same as `transfers` (`scores`)"})
+    next = fields.String(allow_none=True, metadata={
+        "description": "only in a page (?limit= or ?cursor=): the cursor of the next page, "
+                       "null on the last"})
+
+    def get_attribute(self, obj: Any, attr: str, default: Any) -> Any:
+        """A key of the answer, never a method of the dict (`items` is only in a page)."""
+        if isinstance(obj, dict):
+            return obj.get(attr, default)
+        return super().get_attribute(obj, attr, default)
 
 
 CHECK = {"description": "true, or a sentence naming the first failure found"}

@@ -12,7 +12,7 @@ from ledger.api.auth import ledger, require_admin, viewer_for
 from ledger.api.blueprint import Blueprint
 from ledger.app.audit import audit
 from ledger.app.feed import TableSource, table_events
-from ledger.app.projector import chip_ledger, project, score_sheet
+from ledger.app.projector import project
 from ledger.app.service import token_hash
 from ledger.app.views import Viewer, hand_view, live_hand, replay_state
 from ledger.core.errors import Forbidden, Invalid, NotFound
@@ -166,19 +166,50 @@ def _still_opens(led: Any, the_clubs: Any, table_id: str, token: str, viewer: Vi
     return role in ("owner", "scorer") if viewer.admin else role is not None
 
 
+# GET .../ledger pages only when asked: its answer without parameters is API.md's whole
+# {"transfers", "balances"} (points: "scores", "totals"), as it always was.
+LEDGER_PARAMS = [
+    {"in": "query", "name": "hand", "required": False,
+     "schema": {"type": "integer", "minimum": 1, "maximum": 10**18 - 1},
+     "description": "only this hand's transfers (points games: scores): its stakes, its "
+                    "settlement and a void of it; balances and totals stay the whole "
+                    "table's. A hand not played at this table is a 422"},
+    {"in": "query", "name": "limit", "required": False,
+     "schema": {"type": "integer", "minimum": 1, "maximum": lists.MAX_LIMIT},
+     "description": "page the answer: at most this many transfers (points games: scores), "
+                    "oldest first, and `next`. Without limit and cursor the answer is whole; "
+                    f"with a cursor alone, pages of {lists.DEFAULT_LIMIT}"},
+    {"in": "query", "name": "cursor", "required": False, "schema": {"type": "string"},
+     "description": "opaque: the `next` of the page before (with the same hand)"},
+]
+
+
+def _hand(raw: str) -> int:
+    if not lists.digits(raw) or len(raw) > 18 or int(raw) < 1:
+        raise ValueError("a hand number: a whole number >= 1")
+    return int(raw)
+
+
 @blp.route("/<table_id>/ledger")
 class LedgerResource(MethodView):
+    @blp.doc(parameters=LEDGER_PARAMS)
     @blp.response(200, LedgerOut)
     def get(self, table_id: str) -> Any:
-        """Every chip transfer (pool games) or every points delta (points games)."""
+        """Every chip transfer (pool games) or every points delta (points games), with the
+        balances (totals). ?hand= gives one hand's; ?limit= and ?cursor= page them as every
+        list is paged (/docs/http, Lists): `items` the page's transfers (scores), which are
+        also its `transfers` (`scores`), and `next` the cursor of the next page (null on the
+        last); the balances (totals) are always the whole table's."""
+        f, limit, offset = lists.query({"hand": _hand})
         led = ledger()
         p = led.load(table_id)
         viewer_for(p)
-        stored = led.events(table_id, up_to_version=p.version)  # totals are of `p`
-        out = chip_ledger(stored, p.table.players)
-        if p.table.opts.scoring == "points":
-            out |= score_sheet(stored, p.table)
-        return out
+        book = led.book(table_id, p, f.get("hand"))  # totals are of `p`
+        if "limit" not in request.args and "cursor" not in request.args:
+            return book
+        key = "scores" if p.table.opts.scoring == "points" else "transfers"
+        page = lists.page(book[key], limit, offset)  # (entries only append: offsets hold)
+        return book | {key: page["items"]} | page
 
 
 @blp.route("/<table_id>/audit")

@@ -52,6 +52,23 @@ def hand_events(stored: Sequence[StoredEvent], number: int) -> list[StoredEvent]
 SEAT = "seat:{}".format
 _CHIP_EVENTS = frozenset({"stake_posted", "tricks_paid", "penalty_assessed", "hand_voided"})
 _SCORE_EVENTS = frozenset({"points_scored", "hand_voided"})
+BOOK_EVENTS = _CHIP_EVENTS | _SCORE_EVENTS  # all that table_book reads
+
+
+def table_book(stored: Sequence[StoredEvent], table: tb.Table,
+               hand: int | None = None) -> dict[str, Any]:
+    """A table's ledger (API.md Audit, GET .../ledger): every chip transfer and the balances,
+    and for points games every score, the start and the totals. `stored`: the table's
+    events (those of BOOK_EVENTS are enough); `hand`: only that hand's transfers and scores,
+    the balances and totals still the whole table's."""
+    out = chip_ledger(stored, table.players)
+    if table.opts.scoring == "points":
+        out |= score_sheet(stored, table)
+    if hand is not None:
+        for key in ("transfers", "scores"):
+            if key in out:
+                out[key] = [x for x in out[key] if x["hand"] == hand]
+    return out
 
 
 def chip_ledger(stored: Iterable[StoredEvent], players: int,

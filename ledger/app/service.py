@@ -20,10 +20,10 @@ from typing import Any
 from ledger.app import handlers
 from ledger.app.checkpoints import Signer, signed_heads
 from ledger.app.dispatch import Dispatcher
-from ledger.app.projector import Projection, fold, project
+from ledger.app.projector import BOOK_EVENTS, Projection, fold, project, table_book
 from ledger.core import commands as c
 from ledger.core import events as ev
-from ledger.core.errors import NotFound
+from ledger.core.errors import Invalid, NotFound
 from ledger.core.ids import unique_hex
 from ledger.core.rules import table as tb
 from ledger.store.base import (
@@ -158,6 +158,20 @@ class Ledger:
                up_to_version: int | None = None) -> list[StoredEvent]:
         """The table's stored events after_version < version <= up_to_version, in order."""
         return self.store.load(table_id, after_version, up_to_version)
+
+    def book(self, table_id: str, p: Projection, hand: int | None = None) -> dict[str, Any]:
+        """The table's ledger as `p` has it (GET .../ledger; projector.table_book), read from
+        the events that move chips or points only (BOOK_EVENTS: on a long Loo table about
+        one event in nine). `hand`: one hand's, which must have been played (422)."""
+        if hand is not None:
+            latest = p.table.hand.number if p.table.hand is not None else 0
+            if not 1 <= hand <= latest:
+                played = f"hands 1 to {latest} have" if latest > 1 else (
+                    "hand 1 has" if latest else "no hand has")
+                raise Invalid("invalid_filter", f"hand: {hand} is not a hand of this table "
+                              f"({played} been played)", field="hand")
+        return table_book(self.store.load_types(table_id, BOOK_EVENTS, p.version), p.table,
+                          hand)
 
     def raw_events(self, table_id: str, after_version: int = 0,
                    up_to_version: int | None = None) -> list[RawEvent]:

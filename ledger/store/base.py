@@ -197,6 +197,12 @@ class EventStore(Protocol):
         same data as `load`'s, keys in the same order)."""
         ...
 
+    def load_types(self, table_id: str, types: Collection[str],
+                   up_to_version: int | None = None) -> list[StoredEvent]:
+        """`load`'s events (up to up_to_version) of the given types only, in order: a reader
+        of a few kinds of event (the chip ledger) does not read all the others."""
+        ...
+
     def version(self, table_id: str) -> int:
         """The table's last version, 0 when it has no events."""
         ...

@@ -124,6 +124,11 @@ class MemoryStore:
                          s.recorded_at, s.causation, s.prev_hash, s.hash)
                 for s in self.load(table_id, after_version, up_to_version)]
 
+    def load_types(self, table_id: str, types: Collection[str],
+                   up_to_version: int | None = None) -> list[StoredEvent]:
+        wanted = frozenset(types)
+        return [s for s in self.load(table_id, 0, up_to_version) if s.type in wanted]
+
     def version(self, table_id: str) -> int:
         with self._lock:
             return len(self._tables.get(table_id, []))

@@ -130,6 +130,8 @@ _LANDED = ("SELECT (SELECT position FROM events WHERE table_id = %s AND version 
            " FROM events WHERE table_id = %s AND version = %s AND hash = %s")
 _LOAD = (f"SELECT {_COLS} FROM events WHERE table_id = %s AND version > %s AND version <= %s"
          " ORDER BY version")
+_LOAD_TYPES = (f"SELECT {_COLS} FROM events WHERE table_id = %s AND version <= %s"
+               " AND type = ANY(%s) ORDER BY version")
 # load_raw: data as jsonb's text form (what the jsonb loader of `load` parses).
 _LOAD_RAW = _LOAD.replace(" data,", " data::text,", 1)
 # The high-water mark, as a transaction id: every append with a lower id has ended. The
@@ -789,6 +791,14 @@ class PostgresStore:
         if out:
             self._remember_head(table_id, out[-1].version, out[-1].hash)
         return out
+
+    @_read_again
+    def load_types(self, table_id: str, types: Collection[str],
+                   up_to_version: int | None = None) -> list[StoredEvent]:
+        up_to = _MAX_VERSION if up_to_version is None else up_to_version
+        with self._conn() as conn, gc_paused():
+            rows = conn.execute(_LOAD_TYPES, (table_id, up_to, sorted(set(types)))).fetchall()
+            return [StoredEvent(table_id, *r) for r in rows]
 
     @_read_again
     def load_raw(self, table_id: str, after_version: int = 0,

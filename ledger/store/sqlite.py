@@ -242,13 +242,27 @@ class SqliteStore:
             return [new(RawEvent, r)
                     for r in self._rows(table_id, after_version, up_to_version)]
 
-    def _rows(self, table_id: str, after_version: int,
-              up_to_version: int | None) -> list[Any]:
-        """A table's stored rows (_COLS) after `after_version`, up to `up_to_version`."""
+    def load_types(self, table_id: str, types: Collection[str],
+                   up_to_version: int | None = None) -> list[StoredEvent]:
+        loads, wanted = load_json, sorted(set(types))
+        if not wanted:
+            return []
+        with gc_paused():
+            return [StoredEvent(table_id, v, p, t, h, loads(d), r, c, ph, hh) for
+                    v, p, t, h, d, r, c, ph, hh in self._rows(table_id, 0, up_to_version,
+                                                             wanted)]
+
+    def _rows(self, table_id: str, after_version: int, up_to_version: int | None,
+              types: Sequence[str] = ()) -> list[Any]:
+        """A table's stored rows (_COLS) after `after_version`, up to `up_to_version` (of
+        the given types only, when there are any)."""
         sql = f"SELECT {_COLS} FROM events WHERE table_id = ? AND version > ?"
         args: tuple[Any, ...] = (table_id, after_version)
         if up_to_version is not None:
             sql, args = sql + " AND version <= ?", (*args, up_to_version)
+        if types:
+            sql = sql + f" AND type IN ({', '.join('?' * len(types))})"
+            args = (*args, *types)
         with self._conn() as conn:
             return conn.execute(sql + " ORDER BY version", args).fetchall()
 

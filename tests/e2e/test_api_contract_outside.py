@@ -227,6 +227,7 @@ LIST_ITEMS = {  # API.md's fields of each list's items
     "/v1/clubs/{club_id}/tables": {"id", "variant", "scoring", "status", "season",
                                    "created_at", "hands", "seats"},
     "/v1/clubs/{club_id}/members/{member_id}/ledger": {"kind", "table", "seat"},
+    "/v1/tables/{table_id}/ledger": {"hand", "version", "from", "to", "amount", "reason"},
 }
 
 
@@ -272,6 +273,7 @@ def test_every_list_in_the_spec_documents_its_items_and_serves_them(club: Club, 
            for name in ("tokens", "webhooks", "members", "seasons", "tables")},
         "/v1/clubs/{club_id}/members/{member_id}/ledger": club.c.get(
             lg.url(f"/members/{ms[0]}/ledger"), headers=h),
+        "/v1/tables/{table_id}/ledger": club.get(t, path="/ledger?limit=5"),  # paged: a list
     }
     for path, r in served.items():
         assert r.status_code == 200, (path, r.get_json())

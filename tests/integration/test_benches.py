@@ -149,4 +149,5 @@ def test_bench_audit_prints_its_ratios_and_cleans_up(pg_url: str, backend: str) 
     assert [RATIO.match(x).group(1) for x in lines[-2:]] == ["audit_vs_read", "ledger_vs_read"]
     assert all(value > 0 for value in _ratios(lines).values())
     assert any(line.startswith("audit: first ") for line in lines)
+    assert any(line.startswith("ledger page (?limit=50): ") for line in lines)
     assert _schemas(pg_url, "loo_bench_audit_%") == []

@@ -76,6 +76,20 @@ def test_load_raw_gives_loads_events_with_their_data_as_json_text(backend: Backe
     assert backend.store.load_raw(t, 4) == backend.store.load_raw("nobody") == []
 
 
+def test_load_types_gives_loads_events_of_those_types_only(backend: Backend) -> None:
+    t = new_table()
+    mixed = [NewEvent(kind, 1, {"n": i}) for i, kind in enumerate(
+        ["stake_posted", "tile_played", "hand_voided", "stake_posted", "trick_won"])]
+    backend.store.append(t, mixed, 0)
+    backend.store.append(new_table(), mixed, 0)  # another table's are not its
+    stored = backend.store.load(t)
+    assert backend.store.load_types(t, {"stake_posted", "hand_voided"}) == [
+        stored[0], stored[2], stored[3]]
+    assert backend.store.load_types(t, ["stake_posted"], up_to_version=3) == [stored[0]]
+    assert backend.store.load_types(t, ["trick_won", "no_such_type"]) == [stored[4]]
+    assert backend.store.load_types(t, []) == backend.store.load_types("nobody", ["x"]) == []
+
+
 def test_versions_run_from_one_without_gaps(backend: Backend) -> None:
     t = new_table()
     for v in range(0, 10, 2):
