@@ -37,19 +37,25 @@ class StreamRefused(Exception):
         self.status, self.body, self.retry_after = status, body, retry_after
 
 
+def _get(url: str, token: str | None, accept: str, timeout: float,
+         ) -> tuple[http.client.HTTPConnection, str, dict[str, str]]:
+    """A connection to `url`'s host, its path with the query, and a GET's headers."""
+    parts = urlsplit(url)
+    cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    conn = cls(parts.hostname or "127.0.0.1", parts.port, timeout=timeout)
+    headers = {"Accept": accept}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    return conn, parts.path + (f"?{parts.query}" if parts.query else ""), headers
+
+
 def open_stream(url: str, token: str | None, last_id: str | None = None,
                 timeout: float = 30.0) -> tuple[http.client.HTTPConnection,
                                                 http.client.HTTPResponse]:
     """GET `url` with Accept: text/event-stream; StreamRefused unless it answers 200."""
-    parts = urlsplit(url)
-    cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-    conn = cls(parts.hostname or "127.0.0.1", parts.port, timeout=timeout)
-    headers = {"Accept": "text/event-stream"}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
+    conn, path, headers = _get(url, token, "text/event-stream", timeout)
     if last_id is not None:
         headers["Last-Event-ID"] = last_id
-    path = parts.path + (f"?{parts.query}" if parts.query else "")
     conn.request("GET", path or "/", headers=headers)
     resp = conn.getresponse()
     if resp.status != 200:
@@ -61,15 +67,9 @@ def open_stream(url: str, token: str | None, last_id: str | None = None,
 
 def read_page(url: str, token: str | None, timeout: float = 30.0) -> Any:
     """GET `url` as JSON (a feed's page); StreamRefused unless it answers 200."""
-    parts = urlsplit(url)
-    cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-    conn = cls(parts.hostname or "127.0.0.1", parts.port, timeout=timeout)
-    headers = {"Accept": "application/json"}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
+    conn, path, headers = _get(url, token, "application/json", timeout)
     try:
-        conn.request("GET", parts.path + (f"?{parts.query}" if parts.query else ""),
-                     headers=headers)
+        conn.request("GET", path, headers=headers)
         resp = conn.getresponse()
         kind = (resp.getheader("Content-Type") or "").split(";")[0].strip().lower()
         # Anything but JSON is not the service's page (a stream would never end: unread).
